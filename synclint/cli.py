@@ -1,0 +1,158 @@
+"""The `synclint` command: `check` (the default), `rules`, `rule CODE`.
+
+Exit codes, as ruff: 0 no findings, 1 findings, 2 usage, configuration or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from synclint import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+SUBCOMMANDS = ("check", "rules", "rule")
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit 2 with one clear line, as argparse does, but no usage dump
+        raise UsageError(message)
+
+
+def _codes(text: str) -> list[str]:
+    return [c.strip().upper() for c in text.split(",") if c.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="synclint", description="Find and fix hidden GPU<->CPU synchronizations in PyTorch code.")
+    parser.add_argument("--version", action="version", version=f"synclint {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    check = sub.add_parser("check", help="check files or folders (the default command)")
+    check.add_argument("paths", nargs="*", type=Path, help="files or folders to check (default: .)")
+    check.add_argument("--config", type=Path, help="a pyproject.toml or synclint.toml to use instead of the nearest one")
+    check.add_argument("--select", type=_codes, help="rule codes or prefixes to enable, comma-separated")
+    check.add_argument("--extend-select", type=_codes, help="rule codes or prefixes to enable on top of the selection")
+    check.add_argument("--ignore", type=_codes, help="rule codes or prefixes to disable, comma-separated")
+    check.add_argument("--min-confidence", choices=("low", "medium", "high"), help="report only findings this sure")
+    check.add_argument("--output-format", choices=("text", "concise", "json", "sarif", "github"))
+    check.add_argument("--output-file", "-o", type=Path, help="write the report to this file")
+    check.add_argument("--statistics", action="store_true", help="print counts per rule instead of each finding")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--extend-exclude", type=lambda s: [p for p in s.split(",") if p], help="more globs to skip")
+    check.add_argument("--force-exclude", action="store_true", help="apply excludes to files named on the command line")
+    check.add_argument("--no-respect-gitignore", action="store_true", help="also check files that .gitignore names")
+    check.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: the CPU count)")
+    check.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+    sub.add_parser("rules", help="print the table of rules")
+    rule = sub.add_parser("rule", help="print one rule's documentation")
+    rule.add_argument("code", help="a rule code (SYNC101) or name (sync-in-condition)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "check")  # `synclint models/` reads as `synclint check models/`
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "rules":
+            return cmd_rules()
+        if args.command == "rule":
+            return cmd_rule(args.code)
+        return cmd_check(args)
+    except UsageError as exc:
+        print(f"synclint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("synclint: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_ERROR
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    overrides: dict = {}
+    for key in ("select", "extend_select", "ignore", "min_confidence", "output_format", "extend_exclude"):
+        value = getattr(args, key, None)
+        if value is not None:
+            overrides[key.replace("_", "-")] = value
+    if args.no_respect_gitignore:
+        overrides["respect-gitignore"] = False
+    return overrides
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from synclint.config import ConfigError, SettingsResolver
+    from synclint.runner import check_paths
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    cwd = Path.cwd()
+    try:
+        resolver = SettingsResolver(args.config, _overrides(args), cwd)
+        settings = resolver.default()
+        run = check_paths(args.paths or [Path(".")], resolver, jobs=args.jobs, force_exclude=args.force_exclude,
+                          debug=args.debug, cwd=cwd)
+    except ConfigError as exc:
+        print(f"synclint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    findings = run.findings
+    stream, close = sys.stdout, False
+    if args.output_file is not None:
+        try:
+            stream, close = open(args.output_file, "w", encoding="utf-8"), True
+        except OSError as exc:
+            print(f"synclint: error: cannot write {args.output_file}: {exc.strerror}", file=sys.stderr)
+            return EXIT_ERROR
+    try:
+        if args.statistics:
+            from synclint.report.statistics import write_statistics
+
+            write_statistics(findings, stream)
+        else:
+            from synclint.report import render
+
+            color = False if close else None
+            render(settings.output_format, findings, stream, color=color, rules=settings.enabled_rules())
+    finally:
+        if close:
+            stream.close()
+    for problem in run.problems:
+        print(f"synclint: error: {problem}", file=sys.stderr)
+    if run.problems:
+        return EXIT_ERROR
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def cmd_rules() -> int:
+    from synclint.docs import rule_table
+
+    print(rule_table())
+    return EXIT_CLEAN
+
+
+def cmd_rule(code: str) -> int:
+    from synclint.registry import all_rules
+
+    rules = all_rules()
+    wanted = code.upper()
+    for rule in rules.values():
+        if rule.code == wanted or rule.name == code:
+            print(rule.markdown())
+            return EXIT_CLEAN
+    print(f"synclint: error: no rule {code!r} (see `synclint rules`)", file=sys.stderr)
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

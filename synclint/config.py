@@ -1,0 +1,339 @@
+"""Configuration: `[tool.synclint]` in the nearest pyproject.toml, or `--config FILE`.
+
+Every key is validated: an unknown key or a value of the wrong type is an error that
+names the key and the file. Command-line options override the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from synclint.model import Confidence
+from synclint.registry import RuleLoadError, all_rules, load_rule_folder
+from synclint.rule import Rule
+
+OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
+CONTEXTS = ("loop", "step", "init", "test", "code")
+
+
+class ConfigError(Exception):
+    """A configuration problem; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Key:
+    type: type | tuple[type, ...]
+    element: type | None = None  # for lists and dict values
+    help: str = ""
+
+
+CORE_KEYS: dict[str, Key] = {
+    "select": Key(list, str, "rule codes or prefixes to enable (default: all)"),
+    "extend-select": Key(list, str, "rule codes or prefixes to enable on top of `select`"),
+    "ignore": Key(list, str, "rule codes or prefixes to disable"),
+    "per-file-ignores": Key(dict, list, "glob -> codes to disable in matching files"),
+    "exclude": Key(list, str, "globs of paths never checked (replaces the defaults)"),
+    "extend-exclude": Key(list, str, "globs of paths never checked, on top of `exclude`"),
+    "respect-gitignore": Key(bool, None, "skip files that .gitignore names"),
+    "min-confidence": Key(str, None, "report only findings at least this sure: low, medium, high"),
+    "unsafe-fixes": Key(bool, None, "apply fixes that may change behaviour"),
+    "output-format": Key(str, None, "text, concise, json, sarif or github"),
+    "allow-sync-contexts": Key(list, str, "context managers inside which syncs are meant"),
+    "ignore-contexts": Key(list, str, "finding contexts to drop: loop, step, init, test, code"),
+    "extend-rules": Key(list, str, "folders of your own rule modules"),
+    "host-name-patterns": Key(list, str, "name globs of host values (default *_cpu, *_np, *_host, ...)"),
+    "device-name-patterns": Key(list, str, "name globs of device tensors (default *_gpu, *_cuda, ...)"),
+}
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".synclint_cache", ".tox",
+    ".venv", "__pypackages__", "__pycache__", "_build", "buck-out", "build", "dist", "node_modules",
+    "site-packages", "venv",
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective settings for the files under one project root."""
+
+    root: Path
+    source: Path | None = None  # the file the settings came from
+    select: tuple[str, ...] = ("SYNC",)
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    min_confidence: Confidence = Confidence.MEDIUM
+    unsafe_fixes: bool = False
+    output_format: str = "text"
+    allow_sync_contexts: tuple[str, ...] = ("gpu_sync_allowed",)
+    ignore_contexts: tuple[str, ...] = ()
+    extend_rules: tuple[Path, ...] = ()
+    host_name_patterns: tuple[str, ...] | None = None
+    device_name_patterns: tuple[str, ...] | None = None
+    rule_options: tuple[tuple[str, Any], ...] = ()
+    rules: tuple[type[Rule], ...] = field(default=(), compare=False)  # every known rule
+
+    # ---- derived ---------------------------------------------------------------------
+
+    def rule_option(self, key: str) -> Any:
+        for name, value in self.rule_options:
+            if name == key:
+                return value
+        for rule in self.rules:
+            if key in rule.options:
+                return rule.options[key].default
+        raise KeyError(key)
+
+    def enabled_rules(self) -> list[type[Rule]]:
+        return [rule for rule in self.rules if self.is_enabled(rule.code)]
+
+    def is_enabled(self, code: str) -> bool:
+        chosen = _longest_prefix(code, (*self.select, *self.extend_select))
+        dropped = _longest_prefix(code, self.ignore)
+        return chosen > dropped if chosen >= 0 else False
+
+    def ignored_in_file(self, relpath: str) -> set[str]:
+        ignored: set[str] = set()
+        for pattern, codes in self.per_file_ignores:
+            if _glob_match(relpath, pattern):
+                ignored.update(codes)
+        return ignored
+
+    def is_excluded(self, relpath: str) -> bool:
+        return any(_glob_match(relpath, pattern) for pattern in (*self.exclude, *self.extend_exclude))
+
+    def cache_key(self) -> str:
+        """The part of the settings that changes a file's findings."""
+        return repr(
+            (
+                sorted(r.code for r in self.enabled_rules()),
+                self.per_file_ignores,
+                int(self.min_confidence),
+                self.allow_sync_contexts,
+                self.ignore_contexts,
+                self.host_name_patterns,
+                self.device_name_patterns,
+                self.rule_options,
+                self.unsafe_fixes,
+            )
+        )
+
+
+def _longest_prefix(code: str, selectors: tuple[str, ...]) -> int:
+    best = -1
+    for selector in selectors:
+        if selector == "ALL":
+            best = max(best, 0)
+        elif code.startswith(selector):
+            best = max(best, len(selector))
+    return best
+
+
+def _glob_match(relpath: str, pattern: str) -> bool:
+    """Match a glob against a path relative to the root, or any of its components."""
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatchcase(relpath, pattern) or fnmatch.fnmatchcase(relpath, pattern + "/*"):
+        return True
+    if "/" not in pattern:
+        return any(fnmatch.fnmatchcase(part, pattern) for part in relpath.split("/"))
+    return False
+
+
+# --------------------------------------------------------------------------------------
+# Reading files
+# --------------------------------------------------------------------------------------
+
+
+def read_toml_table(path: Path) -> dict[str, Any] | None:
+    """The `[tool.synclint]` table of a pyproject.toml (None if absent), or of a synclint.toml."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("synclint")
+    else:
+        table = data.get("tool", {}).get("synclint", data)
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.synclint] must be a table")
+    return table
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a [tool.synclint] table, searching upward."""
+    directory = start if start.is_dir() else start.parent
+    for folder in (directory, *directory.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                text = candidate.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if "synclint" in text and read_toml_table(candidate) is not None:
+                return candidate
+    return None
+
+
+def _check_type(value: Any, key: str, spec: Key | Any, where: str) -> Any:
+    expected = spec.type if isinstance(spec, Key) else spec
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool) and expected in (int, float)):
+        raise ConfigError(f"{where}: `{key}` must be {_type_name(expected)}, not {_type_name(type(value))}")
+    element = spec.element if isinstance(spec, Key) else None
+    if element is not None and isinstance(value, list):
+        for item in value:
+            if not isinstance(item, element):
+                raise ConfigError(f"{where}: every item of `{key}` must be {_type_name(element)}, found {item!r}")
+    if element is not None and isinstance(value, dict):
+        for sub_key, item in value.items():
+            if not isinstance(item, element):
+                raise ConfigError(f"{where}: `{key}.{sub_key}` must be {_type_name(element)}, found {item!r}")
+    return value
+
+
+def _type_name(t: type | tuple) -> str:
+    names = {str: "a string", bool: "true or false", list: "a list", dict: "a table", int: "an integer", float: "a number"}
+    if isinstance(t, tuple):
+        return " or ".join(names.get(x, x.__name__) for x in t)
+    return names.get(t, t.__name__)
+
+
+def build_settings(table: dict[str, Any], root: Path, source: Path | None, base: Settings | None = None) -> Settings:
+    """Validate a `[tool.synclint]` table and turn it into Settings."""
+    where = str(source) if source else "command line"
+    settings = base or Settings(root=root)
+    settings = replace(settings, root=root, source=source)
+    # Rule folders come first: their rules may declare options that the table uses.
+    extra: tuple[type[Rule], ...] = ()
+    if "extend-rules" in table:
+        folders = _check_type(table["extend-rules"], "extend-rules", CORE_KEYS["extend-rules"], where)
+        paths = tuple((root / f).resolve() for f in folders)
+        try:
+            extra = tuple(rule for folder in paths for rule in load_rule_folder(folder))
+        except RuleLoadError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        settings = replace(settings, extend_rules=paths)
+    try:
+        rules = tuple(all_rules(extra).values())
+    except RuleLoadError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    settings = replace(settings, rules=rules)
+    rule_keys = {key: opt for rule in rules for key, opt in rule.options.items()}
+    options = dict(settings.rule_options)
+    for key, value in table.items():
+        if key in CORE_KEYS:
+            value = _check_type(value, key, CORE_KEYS[key], where)
+            settings = _apply_core(settings, key, value, where)
+        elif key in rule_keys:
+            options[key] = _check_type(value, key, rule_keys[key].type, where)
+        else:
+            known = [*CORE_KEYS, *rule_keys]
+            hint = difflib.get_close_matches(key, known, n=1)
+            suffix = f" (did you mean `{hint[0]}`?)" if hint else ""
+            raise ConfigError(f"{where}: unknown key `{key}` in [tool.synclint]{suffix}")
+    settings = replace(settings, rule_options=tuple(sorted(options.items(), key=lambda kv: kv[0])))
+    check_selectors(settings, where)
+    return settings
+
+
+def _apply_core(settings: Settings, key: str, value: Any, where: str) -> Settings:
+    attr = key.replace("-", "_")
+    if key == "min-confidence":
+        try:
+            return replace(settings, min_confidence=Confidence.parse(value))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: `min-confidence`: {exc}") from None
+    if key == "output-format":
+        if value not in OUTPUT_FORMATS:
+            raise ConfigError(f"{where}: `output-format` must be one of {', '.join(OUTPUT_FORMATS)}, not {value!r}")
+        return replace(settings, output_format=value)
+    if key == "per-file-ignores":
+        items = tuple((pattern, tuple(codes)) for pattern, codes in value.items())
+        for _, codes in items:
+            for code in codes:
+                if not isinstance(code, str):
+                    raise ConfigError(f"{where}: `per-file-ignores` codes must be strings, found {code!r}")
+        return replace(settings, per_file_ignores=items)
+    if key == "ignore-contexts":
+        unknown = [c for c in value if c not in CONTEXTS]
+        if unknown:
+            raise ConfigError(f"{where}: `ignore-contexts` knows {', '.join(CONTEXTS)}, not {unknown[0]!r}")
+    if key == "extend-rules":
+        return settings  # handled before the other keys
+    if isinstance(value, list):
+        value = tuple(value)
+    return replace(settings, **{attr: value})
+
+
+def check_selectors(settings: Settings, where: str) -> None:
+    codes = [rule.code for rule in settings.rules]
+    groups = [("select", settings.select), ("extend-select", settings.extend_select), ("ignore", settings.ignore)]
+    groups += [("per-file-ignores", codes_) for _, codes_ in settings.per_file_ignores]
+    for key, selectors in groups:
+        for selector in selectors:
+            if selector == "ALL":
+                continue
+            if not any(code.startswith(selector) for code in codes):
+                raise ConfigError(f"{where}: `{key}` names {selector!r}, which matches no rule (see `synclint rules`)")
+
+
+# --------------------------------------------------------------------------------------
+# Settings per directory, with command-line overrides
+# --------------------------------------------------------------------------------------
+
+
+class SettingsResolver:
+    """Finds the settings for each file: its nearest configuration, plus overrides."""
+
+    def __init__(self, config_file: Path | None, overrides: dict[str, Any], cwd: Path) -> None:
+        self.overrides = overrides
+        self.cwd = cwd
+        self._by_config: dict[Path | None, Settings] = {}
+        self._by_dir: dict[Path, Settings] = {}
+        self.fixed: Settings | None = None
+        if config_file is not None:
+            if not config_file.is_file():
+                raise ConfigError(f"{config_file}: no such configuration file")
+            table = read_toml_table(config_file) or {}
+            self.fixed = self._finish(build_settings(table, config_file.resolve().parent, config_file))
+
+    def _finish(self, settings: Settings) -> Settings:
+        if not self.overrides:
+            return settings
+        return build_settings(self.overrides, settings.root, None, base=settings) if self.overrides else settings
+
+    def default(self) -> Settings:
+        """The settings of the working directory (used for run-wide choices such as the output format)."""
+        return self.for_path(self.cwd)
+
+    def for_path(self, path: Path) -> Settings:
+        if self.fixed is not None:
+            return self.fixed
+        directory = path if path.is_dir() else path.parent
+        directory = directory.resolve()
+        cached = self._by_dir.get(directory)
+        if cached is not None:
+            return cached
+        config = find_config(directory)
+        settings = self._by_config.get(config)
+        if settings is None:
+            if config is None:
+                settings = self._finish(build_settings({}, self.cwd.resolve(), None))
+            else:
+                table = read_toml_table(config) or {}
+                settings = self._finish(build_settings(table, config.parent, config))
+            self._by_config[config] = settings
+        self._by_dir[directory] = settings
+        return settings

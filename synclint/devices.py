@@ -1,0 +1,920 @@
+"""Where values live: a CUDA tensor, a host tensor, a host value, or unknown.
+
+Rules never guess from names themselves; they ask `DeviceModel.where(expr, ...)`.
+The model is a small abstract interpreter of our own over libcst nodes, built lazily:
+
+* import aliases give qualified names (`T.zeros` -> `torch.zeros`) without libcst's
+  scope analysis, which costs several parses per file;
+* each function (and the module body) is walked once, in order, the first time a rule
+  asks about an expression inside it; the environment before every statement is kept,
+  so `where` is flow-sensitive over straight-line code, and branches and loops join;
+* facts about `self.x` are gathered from every method of the class (and its bases in
+  the same module), and a local helper's return value is the join of its returns;
+* name conventions (`*_cpu`, `*_np`, `.gpu`, ...) fill the gaps, with lower confidence.
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from synclint.model import Confidence
+
+
+class Place(str, enum.Enum):
+    DEVICE = "device"  # a tensor on the accelerator (or, with medium confidence, a tensor of unknown device)
+    HOST_TENSOR = "host-tensor"  # a torch tensor in host memory
+    HOST = "host"  # numpy arrays, Python numbers, lists, None, objects that are not tensors
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Where:
+    place: Place
+    confidence: Confidence
+    because: str | None = None
+    is_none: bool = False  # the literal None: joins as "nothing here"
+
+    @property
+    def on_device(self) -> bool:
+        return self.place is Place.DEVICE
+
+    @property
+    def on_host(self) -> bool:
+        return self.place in (Place.HOST, Place.HOST_TENSOR)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.place in (Place.DEVICE, Place.HOST_TENSOR)
+
+    def weaker(self, cap: Confidence) -> "Where":
+        return Where(self.place, min(self.confidence, cap), self.because, self.is_none)
+
+
+UNKNOWN = Where(Place.UNKNOWN, Confidence.LOW)
+HOST = Where(Place.HOST, Confidence.HIGH)
+NONE = Where(Place.HOST, Confidence.HIGH, is_none=True)
+
+
+def device(because: str, confidence: Confidence = Confidence.HIGH) -> Where:
+    return Where(Place.DEVICE, confidence, because)
+
+
+def host_tensor(because: str | None = None) -> Where:
+    return Where(Place.HOST_TENSOR, Confidence.HIGH, because)
+
+
+def join(a: Where, b: Where) -> Where:
+    """The value is `a` on one path and `b` on another."""
+    if a.is_none:
+        return b
+    if b.is_none:
+        return a
+    if a.place is b.place:
+        return a if a.confidence <= b.confidence else b
+    if a.place is Place.UNKNOWN or b.place is Place.UNKNOWN:
+        known = b if a.place is Place.UNKNOWN else a
+        return known.weaker(Confidence.MEDIUM)
+    if Place.DEVICE in (a.place, b.place):
+        dev = a if a.on_device else b
+        return Where(Place.DEVICE, Confidence.MEDIUM, (dev.because or "") + " on one path" if dev.because else None)
+    return host_tensor() if Place.HOST_TENSOR in (a.place, b.place) else HOST
+
+
+def join_all(items: Iterable[Where]) -> Where:
+    result: Where | None = None
+    for item in items:
+        result = item if result is None else join(result, item)
+    return result if result is not None else UNKNOWN
+
+
+def combine(operands: Sequence[Where]) -> Where:
+    """The result of arithmetic or comparison between operands: a device tensor wins."""
+    devices = [w for w in operands if w.on_device]
+    if devices:
+        return min(devices, key=lambda w: w.confidence)
+    if any(w.place is Place.HOST_TENSOR for w in operands):
+        return host_tensor()
+    if operands and all(w.place is Place.HOST for w in operands):
+        return HOST
+    return UNKNOWN
+
+
+# --------------------------------------------------------------------------------------
+# What torch and numpy calls return
+# --------------------------------------------------------------------------------------
+
+TORCH_FACTORIES = frozenset(
+    "tensor as_tensor asarray zeros ones empty full rand randn randint randperm arange range "
+    "linspace logspace eye empty_strided tril_indices triu_indices normal".split()
+)
+TORCH_LIKE_FACTORIES = frozenset(
+    "zeros_like ones_like empty_like full_like rand_like randn_like randint_like".split()
+)
+# Tensor methods whose result is a host value whatever the tensor's device.
+HOST_RESULT_METHODS = frozenset(
+    "size dim numel nelement element_size is_contiguous data_ptr stride get_device "
+    "storage_offset is_floating_point is_complex is_pinned type tolist item numpy".split()
+)
+HOST_ATTRIBUTES = frozenset("shape dtype device ndim is_cuda is_cpu requires_grad layout itemsize nbytes".split())
+SAME_PLACE_ATTRIBUTES = frozenset("T mT H mH data real imag grad".split())
+# Builtins whose result is a host value.
+HOST_BUILTINS = frozenset(
+    "len int float bool str repr range list tuple dict set frozenset sorted isinstance issubclass "
+    "hasattr getattr callable id hash type print enumerate zip abs round divmod format ord chr any all".split()
+)
+NEW_TENSOR_METHODS = frozenset("new_tensor new_zeros new_ones new_empty new_full".split())
+
+
+@dataclass(frozen=True)
+class NameConventions:
+    """Name patterns that projects use for where a value lives (fnmatch, on the last name)."""
+
+    host: tuple[str, ...] = ("*_cpu", "*_np", "*_host", "*_numpy", "cpu", "np", "host")
+    device: tuple[str, ...] = ("*_gpu", "*_cuda", "*_dev", "gpu", "cuda")
+
+    def classify(self, name: str) -> Where | None:
+        if any(fnmatch.fnmatchcase(name, pat) for pat in self.host):
+            return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a host value by its name")
+        if any(fnmatch.fnmatchcase(name, pat) for pat in self.device):
+            return device(f"{name} is on the device by its name", Confidence.MEDIUM)
+        return None
+
+
+def dotted_name(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a chain of names and attributes, else None."""
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
+
+
+class ImportTable:
+    """Maps local names to the qualified names they were imported as."""
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+
+    def add(self, node: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted_name(alias.name)
+                if full is None:
+                    continue
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.aliases[alias.asname.name.value] = full
+                else:
+                    head = full.split(".")[0]
+                    self.aliases[head] = head
+            return
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted_name(node.module)
+        if module is None:
+            return
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.aliases[local] = f"{module}.{name}"
+
+    def qualify(self, expr: cst.BaseExpression) -> str | None:
+        name = dotted_name(expr)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        full = self.aliases.get(head)
+        if full is None:
+            return None
+        return f"{full}.{rest}" if rest else full
+
+
+# --------------------------------------------------------------------------------------
+# Flow facts per function
+# --------------------------------------------------------------------------------------
+
+Env = dict[str, Where]
+Scope = cst.Module | cst.FunctionDef
+
+
+@dataclass
+class FunctionFacts:
+    """The environment before each statement of one function (or of the module body)."""
+
+    env_before: dict[int, Env] = field(default_factory=dict)
+    returns: list[Where] = field(default_factory=list)
+    self_attrs: dict[str, Where] = field(default_factory=dict)
+    loop_depth_of: dict[int, int] = field(default_factory=dict)
+    final_env: Env = field(default_factory=dict)
+
+
+def _is_tensor_annotation(qual: str | None, text: str) -> bool:
+    return (qual or "").startswith("torch.") and "Tensor" in (qual or "") or text in ("Tensor", "torch.Tensor")
+
+
+class DeviceModel:
+    """Answers where a value lives, for one module."""
+
+    def __init__(self, module: cst.Module, conventions: NameConventions | None = None) -> None:
+        self.module = module
+        self.conventions = conventions or NameConventions()
+        self.imports = ImportTable()
+        self.functions: dict[str, cst.FunctionDef] = {}
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.parents: dict[int, cst.ClassDef] = {}  # id(method) -> its class
+        self.enclosing: dict[int, cst.FunctionDef] = {}  # id(nested function) -> enclosing function
+        self._facts: dict[int, FunctionFacts] = {}
+        self._class_attrs: dict[int, dict[str, Where]] = {}
+        self._returns: dict[int, Where] = {}
+        self._in_progress: set[int] = set()
+        self._index(module.body, None, None)
+
+    # ---- indexing ------------------------------------------------------------------
+
+    def _index(
+        self,
+        body: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
+        cls: cst.ClassDef | None,
+        func: cst.FunctionDef | None,
+    ) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)) and func is None and cls is None:
+                        self.imports.add(small)
+            elif isinstance(stmt, cst.FunctionDef):
+                if cls is not None:
+                    self.parents[id(stmt)] = cls
+                elif func is not None:
+                    self.enclosing[id(stmt)] = func
+                else:
+                    self.functions[stmt.name.value] = stmt
+                self._index(_block(stmt.body), None, stmt)
+            elif isinstance(stmt, cst.ClassDef):
+                if cls is None and func is None:
+                    self.classes[stmt.name.value] = stmt
+                self._index(_block(stmt.body), stmt, None)
+            elif isinstance(stmt, cst.BaseCompoundStatement):
+                for block in _child_blocks(stmt):
+                    self._index(block, cls, func)
+
+    def qualname(self, expr: cst.BaseExpression) -> str | None:
+        return self.imports.qualify(expr)
+
+    def class_of(self, func: cst.FunctionDef | None) -> cst.ClassDef | None:
+        return self.parents.get(id(func)) if func is not None else None
+
+    # ---- the question rules ask ----------------------------------------------------
+
+    def where(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None) -> Where:
+        """Where `expr` lives, evaluated just before statement `stmt` of `scope`."""
+        env: Env = {}
+        if scope is not None and stmt is not None:
+            env = self.facts(scope).env_before.get(id(stmt), {})
+        return Evaluator(self, scope, env).eval(expr)
+
+    def loop_depth(self, scope: Scope, stmt: cst.CSTNode) -> int:
+        return self.facts(scope).loop_depth_of.get(id(stmt), 0)
+
+    # ---- lazily computed facts -----------------------------------------------------
+
+    def facts(self, scope: Scope) -> FunctionFacts:
+        key = id(scope)
+        cached = self._facts.get(key)
+        if cached is not None:
+            return cached
+        facts = FunctionFacts()
+        self._facts[key] = facts  # visible (partially) to recursive questions
+        if isinstance(scope, cst.Module):
+            facts.final_env = FlowWalker(self, scope, facts).walk_block(scope.body, {}, 0)
+        else:
+            FlowWalker(self, scope, facts).walk_function()
+        return facts
+
+    def class_attrs(self, cls: cst.ClassDef) -> dict[str, Where]:
+        key = id(cls)
+        cached = self._class_attrs.get(key)
+        if cached is not None:
+            return cached
+        attrs: dict[str, Where] = {}
+        self._class_attrs[key] = attrs  # recursion guard: a partial answer
+        for base in cls.bases:
+            base_name = dotted_name(base.value)
+            base_cls = self.classes.get(base_name or "")
+            if base_cls is not None and base_cls is not cls:
+                attrs.update(self.class_attrs(base_cls))
+        evaluator = Evaluator(self, None, {})
+        for stmt in _block(cls.body):
+            # Class-level annotations: dataclass fields and NamedTuple members.
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                        ann = evaluator.from_annotation(small.annotation.annotation, small.target.value)
+                        if ann is not None:
+                            attrs[small.target.value] = ann
+        for stmt in _block(cls.body):
+            if isinstance(stmt, cst.FunctionDef):
+                if _is_property(stmt):
+                    continue
+                for name, where in self.facts(stmt).self_attrs.items():
+                    attrs[name] = join(attrs[name], where) if name in attrs else where
+        return attrs
+
+    def returns_of(self, func: cst.FunctionDef) -> Where:
+        key = id(func)
+        if key in self._returns:
+            return self._returns[key]
+        if key in self._in_progress:
+            return UNKNOWN
+        self._in_progress.add(key)
+        try:
+            result = join_all(self.facts(func).returns) if self.facts(func).returns else UNKNOWN
+            if result.place is Place.UNKNOWN and func.returns is not None:
+                ann = Evaluator(self, func, {}).from_annotation(func.returns.annotation, func.name.value)
+                result = ann or result
+        finally:
+            self._in_progress.discard(key)
+        self._returns[key] = result
+        return result
+
+    def resolve_function(self, func_expr: cst.BaseExpression, scope: Scope | None) -> cst.FunctionDef | None:
+        """The local function or method that a call's `func` names, if any."""
+        if isinstance(func_expr, cst.Name):
+            return self.functions.get(func_expr.value)
+        if (
+            isinstance(func_expr, cst.Attribute)
+            and isinstance(func_expr.value, cst.Name)
+            and func_expr.value.value == "self"
+            and isinstance(scope, cst.FunctionDef)
+        ):
+            cls = self.class_of(scope)
+            if cls is not None:
+                return self._method(cls, func_expr.attr.value)
+        return None
+
+    def _method(self, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+        for stmt in _block(cls.body):
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                return stmt
+        for base in cls.bases:
+            base_cls = self.classes.get(dotted_name(base.value) or "")
+            if base_cls is not None and base_cls is not cls:
+                found = self._method(base_cls, name)
+                if found is not None:
+                    return found
+        return None
+
+    def is_module_class(self, cls: cst.ClassDef | None) -> bool:
+        """Whether `cls` is a torch.nn.Module (by its bases, followed within the module)."""
+        seen = 0
+        while cls is not None and seen < 10:
+            seen += 1
+            nxt = None
+            for base in cls.bases:
+                qual = self.qualname(base.value) or dotted_name(base.value) or ""
+                if qual in ("torch.nn.Module", "nn.Module") or qual.endswith(("nn.Module", "Module")):
+                    return True
+                nxt = self.classes.get(dotted_name(base.value) or "") or nxt
+            cls = nxt
+        return False
+
+
+def _block(body: cst.BaseSuite) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement]:
+    if isinstance(body, cst.IndentedBlock):
+        return body.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return body.body
+    return ()
+
+
+def _child_blocks(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence]:
+    if isinstance(stmt, (cst.If, cst.For, cst.While)):
+        yield _block(stmt.body)
+        orelse = stmt.orelse
+        while orelse is not None:
+            yield _block(orelse.body)
+            orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+    elif isinstance(stmt, (cst.Try, cst.TryStar)):
+        yield _block(stmt.body)
+        for handler in stmt.handlers:
+            yield _block(handler.body)
+        if stmt.orelse is not None:
+            yield _block(stmt.orelse.body)
+        if stmt.finalbody is not None:
+            yield _block(stmt.finalbody.body)
+    elif isinstance(stmt, cst.With):
+        yield _block(stmt.body)
+    elif isinstance(stmt, cst.Match):
+        for case in stmt.cases:
+            yield _block(case.body)
+
+
+def _is_property(func: cst.FunctionDef) -> bool:
+    for dec in func.decorators:
+        name = dotted_name(dec.decorator) or ""
+        if name.split(".")[-1] in ("property", "cached_property", "setter"):
+            return True
+    return False
+
+
+class FlowWalker:
+    """Walks one function's statements in order, recording the environment before each."""
+
+    def __init__(self, model: DeviceModel, scope: Scope, facts: FunctionFacts) -> None:
+        self.model = model
+        self.scope = scope
+        self.facts = facts
+
+    def walk_function(self) -> None:
+        func = self.scope
+        assert isinstance(func, cst.FunctionDef)
+        env: Env = {}
+        outer = self.model.enclosing.get(id(func))
+        if outer is not None:  # a closure sees the enclosing function's names
+            outer_facts = self.model.facts(outer)
+            env.update(outer_facts.env_before.get(id(func), {}))
+        evaluator = Evaluator(self.model, func, env)
+        cls = self.model.class_of(func)
+        in_module = self.model.is_module_class(cls)
+        params = func.params
+        positional = [*params.posonly_params, *params.params]
+        for i, param in enumerate([*positional, *params.kwonly_params]):
+            name = param.name.value
+            if i == 0 and cls is not None and name in ("self", "cls"):
+                continue
+            where = None
+            if param.annotation is not None:
+                where = evaluator.from_annotation(param.annotation.annotation, name)
+            if where is None and param.default is not None:
+                where = evaluator.eval(param.default)
+                if where.is_none or where.place is Place.UNKNOWN:
+                    where = None
+            if where is None:
+                where = self.model.conventions.classify(name)
+            if where is None and in_module and func.name.value == "forward":
+                where = device(f"{name} is an argument of nn.Module.forward", Confidence.MEDIUM)
+            if where is not None:
+                env[name] = where
+        self.walk_block(_block(func.body), env, 0)
+
+    def walk_block(self, body: Sequence, env: Env, loop_depth: int) -> Env:
+        for stmt in body:
+            self.facts.env_before[id(stmt)] = env
+            self.facts.loop_depth_of[id(stmt)] = loop_depth
+            env = self.walk_statement(stmt, env, loop_depth)
+        return env
+
+    def walk_statement(self, stmt: cst.CSTNode, env: Env, depth: int) -> Env:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self.facts.env_before[id(small)] = env
+                env = self.walk_small(small, env)
+            return env
+        if isinstance(stmt, cst.If):
+            after_body = self.walk_block(_block(stmt.body), env, depth)
+            if stmt.orelse is None:
+                return _join_env(env, after_body)
+            if isinstance(stmt.orelse, cst.If):
+                self.facts.env_before[id(stmt.orelse)] = env
+                self.facts.loop_depth_of[id(stmt.orelse)] = depth
+                after_else = self.walk_statement(stmt.orelse, env, depth)
+            else:
+                after_else = self.walk_block(_block(stmt.orelse.body), env, depth)
+            return _join_env(after_body, after_else)
+        if isinstance(stmt, cst.For):
+            inner = dict(env)
+            self._bind(stmt.target, Evaluator(self.model, self.scope, env).element_of(stmt.iter), inner)
+            after = self.walk_block(_block(stmt.body), inner, depth + 1)
+            merged = _join_env(env, after)
+            if stmt.orelse is not None:
+                merged = self.walk_block(_block(stmt.orelse.body), merged, depth)
+            return merged
+        if isinstance(stmt, cst.While):
+            after = self.walk_block(_block(stmt.body), env, depth + 1)
+            merged = _join_env(env, after)
+            if stmt.orelse is not None:
+                merged = self.walk_block(_block(stmt.orelse.body), merged, depth)
+            return merged
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
+            after = self.walk_block(_block(stmt.body), env, depth)
+            ends = [after]
+            for handler in stmt.handlers:
+                ends.append(self.walk_block(_block(handler.body), env, depth))
+            merged = ends[0]
+            for other in ends[1:]:
+                merged = _join_env(merged, other)
+            if stmt.orelse is not None:
+                merged = self.walk_block(_block(stmt.orelse.body), merged, depth)
+            if stmt.finalbody is not None:
+                merged = self.walk_block(_block(stmt.finalbody.body), merged, depth)
+            return merged
+        if isinstance(stmt, cst.With):
+            inner = dict(env)
+            for item in stmt.items:
+                if item.asname is not None:
+                    self._bind(item.asname.name, UNKNOWN, inner)
+            return self.walk_block(_block(stmt.body), inner, depth)
+        if isinstance(stmt, cst.Match):
+            ends = [self.walk_block(_block(case.body), env, depth) for case in stmt.cases]
+            merged = env
+            for other in ends:
+                merged = _join_env(merged, other)
+            return merged
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            new = dict(env)
+            new[stmt.name.value] = HOST
+            return new
+        return env
+
+    def walk_small(self, small: cst.BaseSmallStatement, env: Env) -> Env:
+        evaluator = Evaluator(self.model, self.scope, env)
+        if isinstance(small, cst.Assign):
+            value = evaluator.eval(small.value)
+            new = dict(env)
+            for target in small.targets:
+                self._bind(target.target, value, new, small.value)
+            return new
+        if isinstance(small, cst.AnnAssign):
+            new = dict(env)
+            value = evaluator.eval(small.value) if small.value is not None else UNKNOWN
+            if value.place is Place.UNKNOWN or value.is_none:
+                name = small.target.value if isinstance(small.target, cst.Name) else ""
+                value = evaluator.from_annotation(small.annotation.annotation, name) or value
+            if small.value is not None or value.place is not Place.UNKNOWN:
+                self._bind(small.target, value, new)
+            return new
+        if isinstance(small, cst.AugAssign):
+            target = small.target
+            if isinstance(target, cst.Name) and target.value in env:
+                new = dict(env)
+                new[target.value] = combine([env[target.value], evaluator.eval(small.value)])
+                return new
+            return env
+        if isinstance(small, cst.Return) and small.value is not None:
+            self.facts.returns.append(evaluator.eval(small.value))
+        return env
+
+    def _bind(self, target: cst.BaseExpression, value: Where, env: Env, value_node=None) -> None:
+        if isinstance(target, cst.Name):
+            env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            values = None
+            if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(elements):
+                evaluator = Evaluator(self.model, self.scope, env)
+                values = [evaluator.eval(e.value) for e in value_node.elements]
+            for i, element in enumerate(elements):
+                if isinstance(element, cst.StarredElement):
+                    element = element.value
+                self._bind(element, values[i] if values else value, env)
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+            and isinstance(self.scope, cst.FunctionDef)
+        ):
+            name = target.attr.value
+            old = self.facts.self_attrs.get(name)
+            self.facts.self_attrs[name] = value if old is None else join(old, value)
+
+
+def _join_env(a: Env, b: Env) -> Env:
+    if a is b:
+        return a
+    merged = dict(a)
+    for name, where in b.items():
+        merged[name] = join(a[name], where) if name in a else where.weaker(Confidence.MEDIUM)
+    for name in a.keys() - b.keys():
+        merged[name] = a[name].weaker(Confidence.MEDIUM)
+    return merged
+
+
+class Evaluator:
+    """Evaluates one expression under one environment."""
+
+    def __init__(self, model: DeviceModel, scope: Scope | None, env: Env) -> None:
+        self.model = model
+        self.scope = scope
+        self.env = env
+
+    def eval(self, expr: cst.BaseExpression) -> Where:
+        method = getattr(self, "_eval_" + type(expr).__name__, None)
+        if method is None:
+            return UNKNOWN
+        return method(expr)
+
+    # literals ----------------------------------------------------------------------
+
+    def _host(self, expr: cst.BaseExpression) -> Where:
+        return HOST
+
+    _eval_Integer = _eval_Float = _eval_Imaginary = _host
+    _eval_SimpleString = _eval_ConcatenatedString = _eval_FormattedString = _host
+    _eval_List = _eval_Tuple = _eval_Set = _eval_Dict = _host
+    _eval_ListComp = _eval_SetComp = _eval_DictComp = _eval_GeneratorExp = _eval_Lambda = _host
+
+    # names -------------------------------------------------------------------------
+
+    def _eval_Name(self, expr: cst.Name) -> Where:
+        name = expr.value
+        if name == "None":
+            return NONE
+        if name in ("True", "False"):
+            return HOST
+        if name in self.env:
+            return self.env[name]
+        if name in self.model.imports.aliases or name in self.model.functions or name in self.model.classes:
+            return HOST
+        if self.scope is not None and not isinstance(self.scope, cst.Module):
+            module_env = self.model.facts(self.model.module).final_env
+            if name in module_env:
+                return module_env[name]
+        return self.model.conventions.classify(name) or UNKNOWN
+
+    def _eval_Attribute(self, expr: cst.Attribute) -> Where:
+        attr = expr.attr.value
+        if attr in HOST_ATTRIBUTES:
+            return HOST
+        qual = self.model.qualname(expr)
+        if qual is not None and qual.startswith(("torch.", "numpy.", "math.")):
+            return HOST  # a module-level constant or function (torch.float32, np.pi)
+        if attr in SAME_PLACE_ATTRIBUTES:
+            return self.eval(expr.value)
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self" and isinstance(self.scope, cst.FunctionDef):
+            cls = self.model.class_of(self.scope)
+            if cls is not None:
+                known = self.model.class_attrs(cls).get(attr)
+                if known is not None:
+                    return known
+        if attr == "gpu":
+            return device("a .gpu buffer", Confidence.MEDIUM)
+        if attr == "cpu":
+            return host_tensor("a .cpu buffer")
+        if attr == "np":
+            return HOST
+        return self.model.conventions.classify(attr) or UNKNOWN
+
+    # compound expressions ----------------------------------------------------------
+
+    def _eval_Subscript(self, expr: cst.Subscript) -> Where:
+        base = self.eval(expr.value)
+        return base if base.place is not Place.UNKNOWN else UNKNOWN
+
+    def _eval_BinaryOperation(self, expr: cst.BinaryOperation) -> Where:
+        return combine([self.eval(expr.left), self.eval(expr.right)])
+
+    def _eval_Comparison(self, expr: cst.Comparison) -> Where:
+        if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in expr.comparisons):
+            return HOST
+        return combine([self.eval(expr.left), *(self.eval(t.comparator) for t in expr.comparisons)])
+
+    def _eval_UnaryOperation(self, expr: cst.UnaryOperation) -> Where:
+        if isinstance(expr.operator, cst.Not):
+            return HOST
+        return self.eval(expr.expression)
+
+    def _eval_BooleanOperation(self, expr: cst.BooleanOperation) -> Where:
+        return join(self.eval(expr.left), self.eval(expr.right))
+
+    def _eval_IfExp(self, expr: cst.IfExp) -> Where:
+        return join(self.eval(expr.body), self.eval(expr.orelse))
+
+    def _eval_NamedExpr(self, expr: cst.NamedExpr) -> Where:
+        return self.eval(expr.value)
+
+    # calls -------------------------------------------------------------------------
+
+    def _eval_Call(self, call: cst.Call) -> Where:
+        func = call.func
+        qual = self.model.qualname(func)
+        if qual is not None:
+            known = self._eval_qualified_call(qual, call)
+            if known is not None:
+                return known
+        if isinstance(func, cst.Name):
+            if func.value in HOST_BUILTINS:
+                return HOST
+            if func.value in ("max", "min", "sum"):
+                return combine([self.eval(a.value) for a in call.args]) if call.args else UNKNOWN
+        if isinstance(func, cst.Attribute):
+            result = self._eval_method(func.value, func.attr.value, call)
+            if result is not None:
+                return result
+        target = self.model.resolve_function(func, self.scope)
+        if target is not None:
+            returned = self.model.returns_of(target)
+            if returned.on_device and returned.because:
+                return Where(returned.place, returned.confidence, f"returned by {target.name.value}(): {returned.because}")
+            return returned
+        if isinstance(func, cst.Name) and func.value in self.model.classes:
+            return HOST  # an instance of a local class
+        return UNKNOWN
+
+    def _eval_qualified_call(self, qual: str, call: cst.Call) -> Where | None:
+        short = qual.rsplit(".", 1)[-1]
+        if qual.startswith("numpy."):
+            return HOST
+        if qual == "torch.from_numpy":
+            return host_tensor("torch.from_numpy() is a host tensor")
+        if qual == "torch.device":
+            return HOST
+        if qual.startswith("torch.") and qual.count(".") == 1 and short in TORCH_FACTORIES:
+            return self._factory(call, f"{qual}(...)", like=None)
+        if qual.startswith("torch.") and short in TORCH_LIKE_FACTORIES:
+            like = self.eval(call.args[0].value) if call.args else UNKNOWN
+            return self._factory(call, f"{qual}(...)", like=like)
+        if qual.startswith("torch.cuda.") and short.endswith("Tensor"):
+            return device(f"{qual}(...)")
+        if qual.startswith("torch.") and short.endswith("Tensor"):
+            return host_tensor(f"{qual}(...)")
+        if qual.startswith(("torch.cuda.", "torch.accelerator.", "torch.backends.", "torch.distributed.is_")):
+            return HOST
+        if qual.startswith("torch."):
+            # Operations on tensors: the result lives where the tensor operands live.
+            return combine(list(self._tensor_args(call))) if call.args else UNKNOWN
+        if qual.split(".")[0] in ("math", "os", "sys", "re", "json", "time", "itertools", "functools", "collections"):
+            return HOST
+        return None
+
+    def _tensor_args(self, call: cst.Call) -> Iterator[Where]:
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors", "self"):
+                continue
+            value = arg.value
+            if isinstance(value, (cst.List, cst.Tuple)):
+                for element in value.elements:
+                    yield self.eval(element.value)
+            else:
+                yield self.eval(value)
+
+    def _factory(self, call: cst.Call, what: str, like: Where | None) -> Where:
+        device_arg = _kwarg(call, "device")
+        if device_arg is not None:
+            placed = self.device_of(device_arg)
+            if placed.on_device:
+                return Where(placed.place, placed.confidence, f"made by {what} on {_code(device_arg)}")
+            return placed
+        pin = _kwarg(call, "pin_memory")
+        if pin is not None and not (isinstance(pin, cst.Name) and pin.value == "False"):
+            return host_tensor(f"{what} in pinned host memory")
+        if like is not None:
+            return like
+        return host_tensor(f"{what} without device= is a host tensor")
+
+    def _eval_method(self, receiver: cst.BaseExpression, method: str, call: cst.Call) -> Where | None:
+        if method == "cuda":
+            return device(f"{_code(receiver)}.cuda()")
+        if method == "cpu":
+            return host_tensor(".cpu() result")
+        if method in ("numpy", "tolist", "item"):
+            return HOST
+        if method in HOST_RESULT_METHODS:
+            return HOST
+        if method == "pin_memory":
+            return host_tensor("pinned host tensor")
+        if method == "to":
+            target = self._to_target(call)
+            if target is not None:
+                return target
+            return self.eval(receiver)
+        base = self.eval(receiver)
+        if method in NEW_TENSOR_METHODS:
+            device_arg = _kwarg(call, "device")
+            if device_arg is not None:
+                return self.device_of(device_arg)
+            return base
+        if base.is_tensor or base.place is Place.HOST:
+            return base
+        return None
+
+    def _to_target(self, call: cst.Call) -> Where | None:
+        """Where `.to(...)` puts the tensor, or None when it keeps the device (dtype only)."""
+        device_arg = _kwarg(call, "device")
+        candidates = [device_arg] if device_arg is not None else [a.value for a in call.args if a.keyword is None][:1]
+        for arg in candidates:
+            qual = self.model.qualname(arg) or ""
+            if qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in _DTYPE_NAMES:
+                return None
+            if isinstance(arg, cst.Attribute) and arg.attr.value == "dtype":
+                return None
+            placed = self.device_of(arg)
+            if placed.place is Place.UNKNOWN:
+                return None
+            if placed.on_device:
+                return Where(placed.place, placed.confidence, f"moved by .to({_code(arg)})")
+            return placed
+        return None
+
+    def device_of(self, arg: cst.BaseExpression) -> Where:
+        """What a `device=` argument (or the first argument of `.to`) means."""
+        if isinstance(arg, cst.SimpleString):
+            text = arg.evaluated_value if isinstance(arg.evaluated_value, str) else ""
+            if text.startswith("cpu") or text == "meta":
+                return host_tensor(f"device {text!r}")
+            return device(f"device {text!r}")
+        if isinstance(arg, cst.Integer):
+            return device(f"device {arg.value}")
+        if isinstance(arg, cst.Name) and arg.value == "None":
+            return host_tensor("device=None")
+        if isinstance(arg, cst.Call) and self.model.qualname(arg.func) == "torch.device" and arg.args:
+            return self.device_of(arg.args[0].value)
+        if isinstance(arg, cst.Call) and (self.model.qualname(arg.func) or "").endswith("current_device"):
+            return device(_code(arg))
+        if isinstance(arg, cst.Attribute) and arg.attr.value == "device":
+            owner = self.eval(arg.value)
+            if owner.is_tensor:
+                return Where(owner.place, owner.confidence, f"{_code(arg)}" if owner.on_device else None)
+            text = _code(arg)
+            if "cpu" in text.lower():
+                return host_tensor(text)
+            return device(text, Confidence.MEDIUM if owner.place is Place.UNKNOWN else Confidence.HIGH)
+        text = _code(arg)
+        if "cpu" in text.lower() or "host" in text.lower():
+            return host_tensor(text)
+        if isinstance(arg, (cst.Name, cst.Attribute)):
+            known = self.eval(arg)
+            if known.on_host and not known.is_none and isinstance(arg, cst.Name) and arg.value in self.env:
+                # A variable holding a string such as "cuda" or "cpu" is not traced further.
+                pass
+            lowered = text.lower()
+            if "device" in lowered or "cuda" in lowered or "gpu" in lowered or lowered in ("dev", "self.dev"):
+                return device(text)
+        return UNKNOWN
+
+    def element_of(self, iterable: cst.BaseExpression) -> Where:
+        """Where the elements of a `for` loop's iterable live."""
+        if isinstance(iterable, cst.Call):
+            name = iterable.func.value if isinstance(iterable.func, cst.Name) else None
+            if name in ("range", "enumerate", "zip", "sorted", "reversed"):
+                if name == "range":
+                    return HOST
+                inner = [self.eval(a.value) for a in iterable.args]
+                if name == "zip" or name == "enumerate":
+                    return UNKNOWN if any(w.place is Place.UNKNOWN for w in inner) else combine(inner)
+                return inner[0] if inner else UNKNOWN
+        where = self.eval(iterable)
+        if where.is_tensor:
+            return where
+        return UNKNOWN if where.place is Place.UNKNOWN else HOST
+
+    def from_annotation(self, annotation: cst.BaseExpression, name: str) -> Where | None:
+        """Where a value annotated with `annotation` lives, or None when the annotation says nothing."""
+        if isinstance(annotation, cst.SimpleString):
+            return None
+        if isinstance(annotation, cst.BinaryOperation):  # X | None
+            parts = [self.from_annotation(annotation.left, name), self.from_annotation(annotation.right, name)]
+            known = [p for p in parts if p is not None and not p.is_none]
+            return known[0] if len(known) == 1 else None
+        if isinstance(annotation, cst.Name) and annotation.value == "None":
+            return NONE
+        if isinstance(annotation, cst.Subscript):
+            head = self.model.qualname(annotation.value) or dotted_name(annotation.value) or ""
+            if head.split(".")[-1] == "Optional":
+                inner = annotation.slice[0].slice
+                if isinstance(inner, cst.Index):
+                    return self.from_annotation(inner.value, name)
+            if head.split(".")[-1] in ("list", "List", "dict", "Dict", "tuple", "Tuple", "set", "Sequence"):
+                return HOST
+            return None
+        qual = self.model.qualname(annotation) or dotted_name(annotation) or ""
+        last = qual.split(".")[-1]
+        if qual in ("torch.Tensor", "Tensor") or (qual.startswith("torch.") and last == "Tensor"):
+            by_name = self.model.conventions.classify(name)
+            if by_name is not None:
+                return Where(Place.HOST_TENSOR, Confidence.MEDIUM, by_name.because) if by_name.on_host else by_name
+            return device(f"{name} is annotated torch.Tensor", Confidence.MEDIUM)
+        if qual.startswith("numpy.") or last in ("int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set"):
+            return HOST
+        return None
+
+
+_DTYPE_NAMES = frozenset(
+    "float float16 float32 float64 bfloat16 half double int int8 int16 int32 int64 long uint8 bool "
+    "complex64 complex128 float8_e4m3fn float8_e5m2 short".split()
+)
+
+
+def _kwarg(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+_EMPTY_MODULE = cst.Module(body=())
+
+
+def _code(node: cst.CSTNode) -> str:
+    text = _EMPTY_MODULE.code_for_node(node)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,210 @@
+"""Which files a run checks: walk the paths, skip excluded and git-ignored ones."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from synclint.config import SettingsResolver
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass(frozen=True)
+class Target:
+    path: Path
+    explicit: bool  # named on the command line (checked even if excluded)
+
+
+@dataclass(frozen=True)
+class PathProblem:
+    path: Path
+    message: str
+
+
+def relative_to_root(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def discover(
+    paths: list[Path], resolver: SettingsResolver, force_exclude: bool = False
+) -> Iterator[Target | PathProblem]:
+    """Yield the files to check, in a stable order, and the paths that cannot be read."""
+    seen: set[Path] = set()
+    for path in paths:
+        if not os.path.lexists(path):
+            yield PathProblem(path, "no such file or directory")
+            continue
+        if path.is_dir():
+            yield from _walk(path, resolver, seen)
+            continue
+        if not path.exists():
+            yield PathProblem(path, "broken symbolic link")
+            continue
+        settings = resolver.for_path(path)
+        if force_exclude and (settings.is_excluded(relative_to_root(path, settings.root)) or _git_ignored(path, settings)):
+            continue
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            yield Target(path, explicit=True)
+
+
+def _walk(top: Path, resolver: SettingsResolver, seen: set[Path]) -> Iterator[Target | PathProblem]:
+    visited_dirs: set[tuple[int, int]] = set()
+    errors: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(top, onerror=errors.append, followlinks=True):
+        for error in errors:
+            yield PathProblem(Path(error.filename or dirpath), error.strerror or str(error))
+        errors.clear()
+        directory = Path(dirpath)
+        try:
+            stat = directory.stat()
+        except OSError as exc:
+            yield PathProblem(directory, exc.strerror or str(exc))
+            dirnames[:] = []
+            continue
+        if (stat.st_dev, stat.st_ino) in visited_dirs:  # a symlink loop
+            dirnames[:] = []
+            continue
+        visited_dirs.add((stat.st_dev, stat.st_ino))
+        settings = resolver.for_path(directory)
+        kept = []
+        for name in sorted(dirnames):
+            sub = directory / name
+            rel = relative_to_root(sub, settings.root)
+            if settings.is_excluded(rel) or (sub / "pyvenv.cfg").exists():
+                continue
+            if settings.respect_gitignore and _git_ignored(sub, settings, is_dir=True):
+                continue
+            kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if not name.endswith(PYTHON_SUFFIXES):
+                continue
+            path = directory / name
+            rel = relative_to_root(path, settings.root)
+            if settings.is_excluded(rel):
+                continue
+            if settings.respect_gitignore and _git_ignored(path, settings):
+                continue
+            if path.is_dir():
+                continue  # a folder named x.py is not a file
+            key = path.resolve() if path.is_symlink() else path.absolute()
+            if key in seen:
+                continue
+            seen.add(key)
+            yield Target(path, explicit=False)
+
+
+# --------------------------------------------------------------------------------------
+# .gitignore
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    regex: re.Pattern[str]
+    negate: bool
+    dir_only: bool
+
+
+def _translate(pattern: str) -> str:
+    """A gitignore glob as a regex over a path relative to the .gitignore's folder."""
+    anchored = "/" in pattern.rstrip("/")
+    pattern = pattern.strip("/")
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("/.*")
+            i += 3
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end
+        elif c == "\\" and i + 1 < len(pattern):
+            i += 1
+            out.append(re.escape(pattern[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    body = "".join(out)
+    prefix = "" if anchored else "(?:.*/)?"
+    return f"^{prefix}{body}(?:/.*)?$"
+
+
+@lru_cache(maxsize=4096)
+def _gitignore_rules(folder: Path) -> tuple[IgnoreRule, ...]:
+    path = folder / ".gitignore"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ()
+    rules = []
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        if negate:
+            line = line[1:]
+        dir_only = line.endswith("/")
+        try:
+            rules.append(IgnoreRule(re.compile(_translate(line)), negate, dir_only))
+        except re.error:
+            continue
+    return tuple(rules)
+
+
+@lru_cache(maxsize=4096)
+def _git_root(folder: Path) -> Path | None:
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def _git_ignored(path: Path, settings, is_dir: bool = False) -> bool:
+    """Whether a .gitignore between the repository root and `path` ignores it."""
+    path = path.absolute()
+    root = _git_root(path.parent)
+    if root is None:
+        return False
+    ignored = False
+    folders = [root, *[p for p in reversed(path.parent.parents) if root in p.parents], path.parent]
+    seen: set[Path] = set()
+    for folder in folders:
+        if folder in seen or (folder != root and root not in folder.parents):
+            continue
+        seen.add(folder)
+        rel = path.relative_to(folder).as_posix()
+        for rule in _gitignore_rules(folder):
+            if rule.dir_only and not is_dir and "/" not in rel:
+                continue
+            if rule.regex.match(rel):
+                ignored = not rule.negate
+    return ignored

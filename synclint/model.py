@@ -1,0 +1,82 @@
+"""The plain data a run produces: confidences, findings, fixes.
+
+Kept free of libcst and rich so that reports, the cache and worker processes can
+move these objects around cheaply (they pickle and serialise to JSON).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Confidence(enum.IntEnum):
+    """How sure a finding is that the host really waits.
+
+    high: the value is proven to be a CUDA tensor; medium: a tensor whose device is
+    unknown (model code, annotated parameters); low: the type itself is unknown.
+    """
+
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+
+    @classmethod
+    def parse(cls, text: str) -> "Confidence":
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown confidence {text!r} (expected low, medium or high)") from None
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+class Applicability(str, enum.Enum):
+    """Ruff's fix applicability: safe fixes keep behaviour, unsafe ones may change it."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Location:
+    row: int  # 1-based
+    column: int  # 1-based, in characters, as ruff reports it
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two locations (end exclusive) by `content`."""
+
+    content: str
+    location: Location
+    end_location: Location
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+    imports: tuple[str, ...] = ()  # import statements the fixed code needs ("import torch")
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    confidence: Confidence = Confidence.HIGH
+    context: str = "code"  # where it sits: loop, init, test, code, ...
+    because: str | None = None  # why synclint believes the value is on the device
+    fix: Fix | None = None
+    noqa_row: int | None = None
+    source_line: str = field(default="", compare=False)
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.filename, self.location.row, self.location.column, self.code)

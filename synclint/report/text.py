@@ -1,0 +1,58 @@
+"""Human output: `path:row:col: CODE message`, and in full text the source line marked (rich)."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from synclint.model import Applicability, Finding
+
+
+def headline(f: Finding) -> str:
+    return f"{f.filename}:{f.location.row}:{f.location.column}: {f.code} {f.message}"
+
+
+def _summary(findings: list[Finding]) -> str:
+    if not findings:
+        return "All checks passed!"
+    n = len(findings)
+    safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.SAFE)
+    unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
+    text = f"Found {n} finding{'s' if n != 1 else ''}."
+    if safe:
+        text += f"\n[*] {safe} fixable with `--fix`."
+    if unsafe:
+        text += f"\n{unsafe} more fixable with `--fix --unsafe-fixes`."
+    return text
+
+
+def write_concise(findings: list[Finding], stream: TextIO) -> None:
+    for f in findings:
+        stream.write(headline(f) + "\n")
+    stream.write(_summary(findings) + "\n")
+
+
+def write_text(findings: list[Finding], stream: TextIO, color: bool | None = None, fixable_hint: bool = True) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=color, no_color=(color is False) or None,
+                      emoji=False)
+    for f in findings:
+        mark = " [*]" if f.fix is not None and f.fix.applicability is Applicability.SAFE else ""
+        console.print(
+            f"[bold]{escape(f.filename)}[/]:{f.location.row}:{f.location.column}: "
+            f"[bold red]{f.code}[/]{mark} {escape(f.message)}"
+        )
+        if f.source_line:
+            gutter = len(str(f.location.row))
+            line = f.source_line.expandtabs(4) if "\t" not in f.source_line[: f.location.column] else f.source_line
+            start = f.location.column - 1
+            end = f.end_location.column - 1 if f.end_location.row == f.location.row else len(f.source_line.rstrip())
+            width = max(end - start, 1)
+            console.print(f"[blue]{' ' * gutter} |[/]")
+            console.print(f"[blue]{f.location.row} |[/] {escape(line)}")
+            console.print(f"[blue]{' ' * gutter} |[/] {' ' * start}[bold red]{'^' * width}[/] [red]{f.code}[/]")
+            if f.because:
+                console.print(f"[blue]{' ' * gutter} =[/] [cyan]because[/]: {escape(f.because)} ({f.confidence} confidence)")
+            console.print()
+    console.print(escape(_summary(findings)))

@@ -1,0 +1,175 @@
+"""The rule API: what a rule declares, what it may ask, and how it reports.
+
+A rule is one class in one file of `rules/`: a code, a kebab-case name, a one-line
+summary, Markdown documentation with fixed headings, VALID and INVALID examples, and
+`visit_<Node>` / `leave_<Node>` methods that the engine calls in one shared traversal.
+Rules ask `self.where(expr)` where a value lives instead of guessing from names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import libcst as cst
+
+from synclint.model import Applicability, Confidence
+
+if TYPE_CHECKING:
+    from synclint.devices import Where
+    from synclint.engine import FileContext
+
+DOC_HEADINGS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
+CODE_PATTERN = re.compile(r"^SYNC\d{3}$")
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code on which the rule must report nothing."""
+
+    code: str
+    config: dict[str, Any] = field(default_factory=dict)
+    filename: str = "example.py"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code on which the rule must report; `expected_fix` is the source after fixing."""
+
+    code: str
+    expected_fix: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    filename: str = "example.py"
+    count: int | None = None  # how many findings, when it matters
+    confidence: Confidence | None = None  # the confidence of the first finding, when it matters
+
+
+@dataclass(frozen=True)
+class Option:
+    """A per-rule configuration key, set in `[tool.synclint]`."""
+
+    type: type
+    default: Any
+    help: str
+
+
+@dataclass
+class Replacement:
+    """A fix: replace `node` by `new` (a node or source text), as one edit."""
+
+    node: cst.CSTNode
+    new: cst.CSTNode | str
+    applicability: Applicability
+    message: str
+    # Further (node, new) pairs applied together with the first, all or none.
+    more: list[tuple[cst.CSTNode, cst.CSTNode | str]] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)  # "import torch", "from x import y"
+
+
+@dataclass
+class Report:
+    node: cst.CSTNode
+    message: str
+    confidence: Confidence
+    because: str | None
+    fix: Replacement | None
+    context: str
+    allowed: bool  # inside a region where syncs are meant (`with gpu_sync_allowed():`)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    docs: ClassVar[str]
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+    # Substrings at least one of which a file must contain for the rule to matter;
+    # files without any of them are never parsed for this rule. Empty: always run.
+    prefilter: ClassVar[tuple[str, ...]] = ("torch",)
+    options: ClassVar[dict[str, Option]] = {}
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+
+    # ---- what a rule may ask ---------------------------------------------------------
+
+    def where(self, expr: cst.BaseExpression) -> "Where":
+        return self.ctx.where(expr)
+
+    def qualname(self, expr: cst.BaseExpression) -> str | None:
+        return self.ctx.devices.qualname(expr)
+
+    def option(self, key: str) -> Any:
+        return self.ctx.settings.rule_option(key)
+
+    def code_of(self, node: cst.CSTNode) -> str:
+        return self.ctx.module.code_for_node(node)
+
+    # ---- how a rule reports ----------------------------------------------------------
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        confidence: Confidence = Confidence.HIGH,
+        because: str | None = None,
+        fix: Replacement | None = None,
+    ) -> None:
+        self.ctx.add_report(self, node, message, confidence, because, fix)
+
+    def report_where(self, node: cst.CSTNode, message: str, where: "Where", fix: Replacement | None = None) -> None:
+        """Report a value on the device, with the confidence and reason the device model gave."""
+        self.report(node, message, confidence=where.confidence, because=where.because, fix=fix)
+
+    # ---- documentation -------------------------------------------------------------
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        sections: dict[str, str] = {}
+        current = None
+        for line in _dedent(cls.docs).splitlines():
+            match = re.match(r"^##\s+(.*?)\s*$", line)
+            if match:
+                current = match.group(1)
+                sections[current] = ""
+            elif current is not None:
+                sections[current] += line + "\n"
+        return {k: v.strip("\n") for k, v in sections.items()}
+
+    @classmethod
+    def fixable(cls) -> bool:
+        return any(example.expected_fix is not None for example in cls.INVALID)
+
+    @classmethod
+    def markdown(cls) -> str:
+        return f"# {cls.name} ({cls.code})\n\n{cls.summary}\n\n{_dedent(cls.docs).strip()}\n"
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text)
+
+
+def validate_rule_class(rule: type[Rule]) -> list[str]:
+    """Problems with a rule class's declarations (empty when it is well formed)."""
+    problems = []
+    for attr in ("code", "name", "summary", "docs"):
+        if not isinstance(getattr(rule, attr, None), str):
+            problems.append(f"missing `{attr}`")
+    if problems:
+        return problems
+    if not CODE_PATTERN.match(rule.code):
+        problems.append(f"code {rule.code!r} is not SYNC followed by three digits")
+    if not NAME_PATTERN.match(rule.name):
+        problems.append(f"name {rule.name!r} is not kebab-case")
+    missing = [h for h in DOC_HEADINGS if h not in rule.doc_sections()]
+    if missing:
+        problems.append("docs lack the headings " + ", ".join(repr(h) for h in missing))
+    if not rule.INVALID:
+        problems.append("no INVALID examples")
+    return problems

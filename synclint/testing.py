@@ -1,0 +1,22 @@
+"""Running one rule on a snippet, for rule examples and tests (no files, no subprocess)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from synclint.config import build_settings
+from synclint.engine import check_text
+from synclint.model import Confidence, Finding
+from synclint.rule import Rule
+
+
+def check_snippet(rule: type[Rule], code: str, config: dict | None = None, filename: str = "example.py",
+                  min_confidence: Confidence | None = None) -> list[Finding]:
+    table = dict(config or {})
+    table.setdefault("select", [rule.code])
+    settings = build_settings(table, Path("."), None)
+    if min_confidence is not None:
+        from dataclasses import replace
+
+        settings = replace(settings, min_confidence=min_confidence)
+    return check_text(code, filename, settings, rules=[r for r in settings.enabled_rules() if r.code == rule.code])
