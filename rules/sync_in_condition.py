@@ -3,10 +3,29 @@
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
-from synclint.patterns import bool_operands, logical_nodes, method_call, tensor_phrase
-from synclint.rule import Invalid, Rule, Valid
-from synclint.model import Confidence
+from synclint.model import Applicability, Confidence
+from synclint.patterns import bool_operands, logical_nodes, method_call, statements_code, tensor_phrase
+from synclint.rule import Invalid, Replacement, Rule, Valid
+
+GUARDED_CLAMP = """import torch
+
+
+def cast_overflow_tensors(x: torch.Tensor, offset: float = 1000) -> torch.Tensor:
+    if x.isinf().any() or x.isnan().any():
+        clamp_value = torch.finfo(x.dtype).max - offset
+        x = torch.clamp(x, min=-clamp_value, max=clamp_value)
+    return x
+"""
+UNCONDITIONAL_CLAMP = """import torch
+
+
+def cast_overflow_tensors(x: torch.Tensor, offset: float = 1000) -> torch.Tensor:
+    clamp_value = torch.finfo(x.dtype).max - offset
+    x = torch.clamp(x, min=-clamp_value, max=clamp_value)
+    return x
+"""
 
 
 class SyncInCondition(Rule):
@@ -60,6 +79,7 @@ class SyncInCondition(Rule):
         ),
     ]
     INVALID = [
+        Invalid(GUARDED_CLAMP, expected_fix=UNCONDITIONAL_CLAMP, count=2),
         Invalid(
             "import torch\n\ndef f(n):\n    x = torch.randn(n, device='cuda')\n"
             "    if x.isinf().any() or x.isnan().any():\n        x = x * 0\n    return x\n",
@@ -84,7 +104,8 @@ class SyncInCondition(Rule):
 
     # Tests: every operand is coerced.
     def visit_If(self, node: cst.If) -> None:
-        self._check_test(node.test)
+        fix = self._unconditional_clamp(node)
+        self._check(node.test, last_is_coerced=True, fix=fix)
 
     def visit_While(self, node: cst.While) -> None:
         self._check_test(node.test)
@@ -114,12 +135,57 @@ class SyncInCondition(Rule):
     def _check_test(self, test: cst.BaseExpression) -> None:
         self._check(test, last_is_coerced=True)
 
-    def _check(self, expr: cst.BaseExpression, last_is_coerced: bool) -> None:
+    def _check(self, expr: cst.BaseExpression, last_is_coerced: bool, fix: Replacement | None = None) -> None:
         self._covered.update(id(n) for n in logical_nodes(expr))
         for operand in bool_operands(expr, last_is_coerced):
-            self._check_operand(operand)
+            self._check_operand(operand, fix)
 
-    def _check_operand(self, operand: cst.BaseExpression) -> None:
+    def _unconditional_clamp(self, node: cst.If) -> Replacement | None:
+        """The fix for `if t.isinf().any() or t.isnan().any(): <clamp t>` (vLLM PR #42347)."""
+        test = node.test
+        if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock):
+            return None
+        if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)):
+            return None
+        checked = {self._overflow_check_target(test.left), self._overflow_check_target(test.right)}
+        if len(checked) != 1 or None in checked:
+            return None
+        (target,) = checked
+        body = node.body.body
+        if any(m.findall(stmt, m.Return() | m.Raise() | m.Break() | m.Continue()) for stmt in body):
+            return None
+        if not any(self._clamps(stmt, target) for stmt in body):
+            return None
+        return Replacement(
+            node,
+            statements_code(self.ctx.module, body, self.ctx.indentation()),
+            Applicability.UNSAFE,
+            "Clamp unconditionally (for float16 this also clamps finite values beyond the bound)",
+        )
+
+    def _overflow_check_target(self, expr: cst.BaseExpression) -> str | None:
+        """`t` for `t.isinf().any()` / `t.isnan().any()` / `torch.isinf(t).any()`, else None."""
+        any_call = method_call(expr, "any")
+        if any_call is None or not isinstance(any_call.value, cst.Call):
+            return None
+        inner = any_call.value
+        check = method_call(inner, "isinf", "isnan")
+        if check is not None and not inner.args:
+            return self.code_of(check.value)
+        if self.qualname(inner.func) in ("torch.isinf", "torch.isnan") and len(inner.args) == 1:
+            return self.code_of(inner.args[0].value)
+        return None
+
+    def _clamps(self, stmt: cst.CSTNode, target: str) -> bool:
+        for call in m.findall(stmt, m.Call()):
+            if self.qualname(call.func) == "torch.clamp" and call.args and self.code_of(call.args[0].value) == target:
+                return True
+            clamp = method_call(call, "clamp", "clamp_")
+            if clamp is not None and self.code_of(clamp.value) == target:
+                return True
+        return False
+
+    def _check_operand(self, operand: cst.BaseExpression, fix: Replacement | None = None) -> None:
         item = method_call(operand, "item")
         where = self.where(item.value if item is not None else operand)
         if not where.on_device:
@@ -129,4 +195,4 @@ class SyncInCondition(Rule):
             message = f"`{text}` copies a GPU value to the host to test it; the host waits for the GPU"
         else:
             message = f"`{text}` {tensor_phrase(where)} used as a Python bool; the host waits for the GPU"
-        self.report_where(operand, message, where)
+        self.report_where(operand, message, where, fix=fix)

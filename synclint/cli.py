@@ -36,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="check files or folders (the default command)")
     check.add_argument("paths", nargs="*", type=Path, help="files or folders to check (default: .)")
+    check.add_argument("--fix", action="store_true", help="apply fixes (safe ones; unsafe ones too with --unsafe-fixes)")
+    check.add_argument("--diff", action="store_true", help="print the diff --fix would apply and write nothing")
+    check.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply fixes that may change behaviour")
+    check.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="never apply unsafe fixes")
+    check.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix, exit 1 when anything was fixed")
     check.add_argument("--config", type=Path, help="a pyproject.toml or synclint.toml to use instead of the nearest one")
     check.add_argument("--select", type=_codes, help="rule codes or prefixes to enable, comma-separated")
     check.add_argument("--extend-select", type=_codes, help="rule codes or prefixes to enable on top of the selection")
@@ -86,24 +91,33 @@ def _overrides(args: argparse.Namespace) -> dict:
             overrides[key.replace("_", "-")] = value
     if args.no_respect_gitignore:
         overrides["respect-gitignore"] = False
+    if args.unsafe_fixes is not None:
+        overrides["unsafe-fixes"] = args.unsafe_fixes
     return overrides
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from synclint.config import ConfigError, SettingsResolver
-    from synclint.runner import check_paths
+    from synclint.runner import Mode, run_paths
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if args.fix and args.diff:
+        raise UsageError("--fix and --diff cannot be combined: --diff writes nothing")
     cwd = Path.cwd()
+    mode = Mode(fix=args.fix or args.diff, write=args.fix, unsafe=bool(args.unsafe_fixes), debug=args.debug)
     try:
         resolver = SettingsResolver(args.config, _overrides(args), cwd)
         settings = resolver.default()
-        run = check_paths(args.paths or [Path(".")], resolver, jobs=args.jobs, force_exclude=args.force_exclude,
-                          debug=args.debug, cwd=cwd)
+        run = run_paths(args.paths or [Path(".")], resolver, mode, jobs=args.jobs, force_exclude=args.force_exclude,
+                        cwd=cwd)
     except ConfigError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    for warning in run.warnings:
+        print(f"synclint: warning: {warning}", file=sys.stderr)
+    if args.diff:
+        return _report_diff(run, args)
     findings = run.findings
     stream, close = sys.stdout, False
     if args.output_file is not None:
@@ -125,13 +139,44 @@ def cmd_check(args: argparse.Namespace) -> int:
     finally:
         if close:
             stream.close()
+    if args.fix:
+        _print_fix_summary(run, findings)
     for problem in run.problems:
         print(f"synclint: error: {problem}", file=sys.stderr)
     if run.problems:
         return EXIT_ERROR
+    if args.fix and args.exit_non_zero_on_fix and sum(run.fixed.values()):
+        return EXIT_FINDINGS
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _report_diff(run, args) -> int:
+    diffs = [item.diff for item in run.files if item.diff]
+    for diff in diffs:
+        sys.stdout.write(diff if diff.endswith("\n") else diff + "\n")
+    fixed = sum(run.fixed.values())
+    print(f"Would fix {fixed} finding{'s' if fixed != 1 else ''} in {len(diffs)} file{'s' if len(diffs) != 1 else ''}.",
+          file=sys.stderr)
+    for problem in run.problems:
+        print(f"synclint: error: {problem}", file=sys.stderr)
+    if run.problems:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_CLEAN
+
+
+def _print_fix_summary(run, remaining) -> None:
+    from synclint.model import Applicability
+
+    fixed = run.fixed
+    total = sum(fixed.values())
+    per_rule = ", ".join(f"{code}: {n}" for code, n in sorted(fixed.items()))
+    line = f"Fixed {total} finding{'s' if total != 1 else ''}" + (f" ({per_rule})" if per_rule else "") + "."
+    unsafe = sum(1 for f in remaining if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
+    if unsafe:
+        line += f" {unsafe} more fixable with --unsafe-fixes."
+    print(line, file=sys.stderr)
 
 
 def cmd_rules() -> int:

@@ -72,6 +72,12 @@ class FileContext:
         self.statements: list[cst.CSTNode] = []
         self.loop_depth: list[int] = [0]
         self.allowed_depth = 0
+        self.blocks: list[cst.IndentedBlock] = []
+
+    def indentation(self) -> str:
+        """The leading whitespace of the statement being visited (for fixes that span lines)."""
+        default = self.module.default_indent
+        return "".join(default if block.indent is None else block.indent for block in self.blocks)
 
     def where(self, expr: cst.BaseExpression) -> Where:
         stmt = self.statements[-1] if self.statements else None
@@ -128,7 +134,9 @@ class BatchedVisitor(cst.CSTVisitor):
         ctx = self.ctx
         if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             ctx.statements.append(node)
-        if isinstance(node, cst.FunctionDef):
+        if isinstance(node, cst.IndentedBlock):
+            ctx.blocks.append(node)
+        elif isinstance(node, cst.FunctionDef):
             ctx.scopes.append(node)
             ctx.loop_depth.append(0)
         elif isinstance(node, cst.With) and self._allows_sync(node):
@@ -141,7 +149,9 @@ class BatchedVisitor(cst.CSTVisitor):
         ctx = self.ctx
         for callback in self.leavers.get(type(original_node).__name__, ()):
             callback(original_node)
-        if isinstance(original_node, cst.FunctionDef):
+        if isinstance(original_node, cst.IndentedBlock):
+            ctx.blocks.pop()
+        elif isinstance(original_node, cst.FunctionDef):
             ctx.scopes.pop()
             ctx.loop_depth.pop()
         elif isinstance(original_node, cst.With) and self._allows_sync(original_node):
@@ -244,6 +254,23 @@ def problem_finding(code_name: tuple[str, str], relpath: str, message: str, row:
                    Confidence.HIGH, "code", None, None, row, line)
 
 
+def _syntax_error(text: str, relpath: str, exc: cst.ParserSyntaxError) -> Finding:
+    """SYNC000 at the place Python itself reports (clearer than the parser's look-ahead position)."""
+    import ast
+
+    row, column = max(exc.raw_line, 1), exc.raw_column + 1
+    message = exc.message.splitlines()[0].rstrip(".")
+    try:
+        ast.parse(text, relpath)
+    except SyntaxError as err:
+        row, column, message = err.lineno or row, err.offset or column, err.msg
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    lines = text.splitlines()
+    line = lines[row - 1] if 0 < row <= len(lines) else ""
+    return problem_finding(PARSE_ERROR, relpath, f"syntax error: {message}", row, column, line)
+
+
 def check_file(path: Path, relpath: str, settings: Settings, debug: bool = False) -> FileResult:
     """Check one file; problems with the file become SYNC000/SYNC001 findings, never exceptions."""
     result = FileResult(relpath)
@@ -267,11 +294,7 @@ def check_source(source: SourceText, relpath: str, settings: Settings, result: F
     try:
         result.findings.extend(check_text(source.text, relpath, settings, source=source))
     except cst.ParserSyntaxError as exc:
-        lines = source.text.splitlines()
-        row = max(exc.raw_line, 1)
-        line = lines[row - 1] if row - 1 < len(lines) else ""
-        message = "syntax error: " + exc.message.splitlines()[0].rstrip(".")
-        result.findings.append(problem_finding(PARSE_ERROR, relpath, message, row, exc.raw_column + 1, line))
+        result.findings.append(_syntax_error(source.text, relpath, exc))
     except RecursionError:
         result.findings.append(
             problem_finding(PARSE_ERROR, relpath, "expression nested too deeply to analyse (recursion limit)")

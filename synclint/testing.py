@@ -20,3 +20,15 @@ def check_snippet(rule: type[Rule], code: str, config: dict | None = None, filen
 
         settings = replace(settings, min_confidence=min_confidence)
     return check_text(code, filename, settings, rules=[r for r in settings.enabled_rules() if r.code == rule.code])
+
+
+def fix_snippet(rule: type[Rule], code: str, config: dict | None = None, filename: str = "example.py",
+                unsafe: bool = True) -> str:
+    """The snippet after applying this rule's fixes to a fixpoint."""
+    from synclint.fixes import fix_text
+    from synclint.source import decode
+
+    table = dict(config or {})
+    table.setdefault("select", [rule.code])
+    settings = build_settings(table, Path("."), None)
+    return fix_text(decode(code.encode()), filename, settings, unsafe).text

@@ -6,7 +6,7 @@ import pytest
 
 from synclint.registry import builtin_rules
 from synclint.rule import validate_rule_class
-from synclint.testing import check_snippet
+from synclint.testing import check_snippet, fix_snippet
 
 RULES = builtin_rules()
 VALID = [pytest.param(rule, ex, id=f"{rule.code}-valid-{i}") for rule in RULES for i, ex in enumerate(rule.VALID)]
@@ -38,3 +38,16 @@ def test_invalid_example_is_found(rule, example):
         assert len(findings) == example.count, [f.message for f in findings]
     if example.confidence is not None:
         assert findings[0].confidence == example.confidence
+
+
+FIXED = [pytest.param(rule, ex, id=f"{rule.code}-fix-{i}") for rule in RULES for i, ex in enumerate(rule.INVALID)
+         if ex.expected_fix is not None]
+
+
+@pytest.mark.parametrize("rule, example", FIXED)
+def test_invalid_example_is_fixed_as_documented(rule, example):
+    fixed = fix_snippet(rule, example.code, example.config, example.filename)
+    assert fixed == example.expected_fix
+    # A second run changes nothing, and the result parses.
+    assert fix_snippet(rule, fixed, example.config, example.filename) == fixed
+    compile(fixed, example.filename, "exec")

@@ -1,0 +1,208 @@
+"""Applying fixes: edits to a fixpoint, imports added once, the result must parse, atomic writes.
+
+A fix is a set of text edits (ruff's model). Edits of one round never overlap: a fix that
+touches text another fix of the round already changed waits for the next round, when the
+file is checked again. A round whose result does not parse is dropped whole, and the file
+keeps the text of the last good round.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from synclint.config import Settings
+from synclint.engine import FileResult, check_source, problem_finding, PARSE_ERROR
+from synclint.model import Applicability, Edit, Finding, Fix
+from synclint.source import DecodeProblem, SourceText, decode
+
+MAX_ROUNDS = 10
+
+
+@dataclass
+class FixOutcome:
+    text: str
+    fixed: Counter = field(default_factory=Counter)  # code -> fixes applied
+    remaining: list[Finding] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # why fixes were not applied
+
+
+def _offsets(text: str) -> list[int]:
+    """Offset of the start of each line (1-based rows map to index row - 1)."""
+    starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(i + 1)
+        elif ch == "\r" and (i + 1 == len(text) or text[i + 1] != "\n"):
+            starts.append(i + 1)
+    return starts
+
+
+def apply_edits(text: str, edits: list[Edit], newline: str = "\n") -> str:
+    """Apply non-overlapping edits (positions in rows and 1-based columns of `text`)."""
+    starts = _offsets(text)
+
+    def offset(row: int, column: int) -> int:
+        return starts[row - 1] + column - 1 if row - 1 < len(starts) else len(text)
+
+    spans = sorted(((offset(e.location.row, e.location.column), offset(e.end_location.row, e.end_location.column), e)
+                    for e in edits), key=lambda s: s[0], reverse=True)
+    for start, end, edit in spans:
+        content = edit.content
+        if newline != "\n":
+            content = content.replace("\r\n", "\n").replace("\n", newline)
+        text = text[:start] + content + text[end:]
+    return text
+
+
+def _span(fix: Fix) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    return [((e.location.row, e.location.column), (e.end_location.row, e.end_location.column)) for e in fix.edits]
+
+
+def _overlaps(a, b) -> bool:
+    return any(s1 < e2 and s2 < e1 or s1 == s2 for s1, e1 in a for s2, e2 in b)
+
+
+def add_imports(text: str, imports: set[str]) -> str:
+    """Add import statements the fixes need, with libcst's import helper (once, after existing imports)."""
+    if not imports:
+        return text
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    module = cst.parse_module(text)
+    context = CodemodContext()
+    for statement in sorted(imports):
+        parts = statement.split()
+        if parts[0] == "import":
+            AddImportsVisitor.add_needed_import(context, parts[1])
+        elif parts[0] == "from" and len(parts) >= 4:
+            AddImportsVisitor.add_needed_import(context, parts[1], parts[3])
+    return AddImportsVisitor(context).transform_module(module).code
+
+
+def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool) -> FixOutcome:
+    """Fix `source` to a fixpoint; returns the new text, counts, and the findings left."""
+    text = source.text
+    outcome = FixOutcome(text)
+    current = source
+    for _ in range(MAX_ROUNDS):
+        result = check_source(current, relpath, settings)
+        findings = result.findings
+        chosen: list[Finding] = []
+        for finding in findings:
+            fix = finding.fix
+            if fix is None or (fix.applicability is Applicability.UNSAFE and not unsafe):
+                continue
+            # Several findings may share one fix (both operands of a guarded clamp): apply it once.
+            if any(other.fix.edits == fix.edits for other in chosen):
+                chosen.append(finding)
+                continue
+            if any(_overlaps(_span(fix), _span(other.fix)) for other in chosen):
+                continue
+            chosen.append(finding)
+        if not chosen:
+            outcome.remaining = findings
+            break
+        edits = list(dict.fromkeys(edit for f in chosen for edit in f.fix.edits))
+        new_text = apply_edits(current.text, edits, current.newline)
+        try:
+            new_text = add_imports(new_text, {imp for f in chosen for imp in f.fix.imports})
+            cst.parse_module(new_text)
+            compile(new_text, relpath, "exec", dont_inherit=True)
+        except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+            outcome.dropped.append(
+                f"{relpath}: fixes for {', '.join(sorted({f.code for f in chosen}))} dropped: the result would not parse ({exc})"
+            )
+            outcome.remaining = findings
+            break
+        if new_text == current.text:
+            outcome.remaining = findings
+            break
+        outcome.fixed.update(f.code for f in chosen)
+        current = SourceText(new_text, source.encoding, source.bom, source.newline)
+    else:
+        outcome.remaining = check_source(current, relpath, settings).findings
+    outcome.text = current.text
+    return outcome
+
+
+@dataclass
+class FileFix:
+    """What fixing one file did."""
+
+    result: FileResult
+    fixed: Counter = field(default_factory=Counter)
+    diff: str = ""
+    written: bool = False
+    problems: list[str] = field(default_factory=list)
+
+
+def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: bool, debug: bool = False) -> FileFix:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return FileFix(FileResult(relpath, internal_error=f"{relpath}: cannot read: {exc.strerror or exc}"))
+    try:
+        source = decode(data)
+    except DecodeProblem as exc:
+        return FileFix(FileResult(relpath, [problem_finding(PARSE_ERROR, relpath, str(exc), exc.row, exc.column)]))
+    try:
+        outcome = fix_text(source, relpath, settings, unsafe)
+    except Exception:  # never damage a file: fall back to a plain check
+        result = check_source(source, relpath, settings, debug=debug)
+        return FileFix(result, problems=[f"{relpath}: fixing failed; file left as it was"])
+    result = FileResult(relpath, outcome.remaining, source=source)
+    if result.findings and any(f.code == "SYNC001" for f in result.findings):
+        result.internal_error = f"{relpath}: internal error while fixing"
+    fix = FileFix(result, outcome.fixed, problems=list(outcome.dropped))
+    if outcome.text == source.text:
+        return fix
+    fix.diff = "".join(
+        difflib.unified_diff(
+            source.text.splitlines(keepends=True),
+            outcome.text.splitlines(keepends=True),
+            fromfile=relpath,
+            tofile=relpath,
+        )
+    )
+    if write:
+        problem = write_atomically(path, data, source.encode(outcome.text))
+        if problem:
+            fix.problems.append(f"{relpath}: {problem}")
+            fix.fixed = Counter()
+        else:
+            fix.written = True
+    return fix
+
+
+def write_atomically(path: Path, original: bytes, new: bytes) -> str | None:
+    """Replace the file's content in one rename; refuse if it changed on disk since it was read."""
+    try:
+        if path.read_bytes() != original:
+            return "changed on disk while being fixed; left as it is"
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if not os.access(path, os.W_OK):
+            return "not writable; left as it is"
+        target = path.resolve()
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".synclint")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(new)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        return f"cannot write: {exc.strerror or exc}"
+    return None
