@@ -216,12 +216,13 @@ def build_settings(table: dict[str, Any], root: Path, source: Path | None, base:
     settings = base or Settings(root=root)
     settings = replace(settings, root=root, source=source)
     # Rule folders come first: their rules may declare options that the table uses.
-    extra: tuple[type[Rule], ...] = ()
+    builtin = set(all_rules().values())
+    extra: tuple[type[Rule], ...] = tuple(rule for rule in settings.rules if rule not in builtin)
     if "extend-rules" in table:
         folders = _check_type(table["extend-rules"], "extend-rules", CORE_KEYS["extend-rules"], where)
         paths = tuple((root / f).resolve() for f in folders)
         try:
-            extra = tuple(rule for folder in paths for rule in load_rule_folder(folder))
+            extra += tuple(rule for folder in paths for rule in load_rule_folder(folder))
         except RuleLoadError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         settings = replace(settings, extend_rules=paths)

@@ -14,3 +14,17 @@ def rule_table() -> str:
         fix = "yes" if rule.fixable() else ""
         rows.append(f"| {rule.code} | {rule.name} | {rule.summary} | {fix} |")
     return "\n".join(rows)
+
+
+def with_rule_table(readme: str) -> str:
+    """The README with the generated rule table between its markers."""
+    start = readme.index(README_BEGIN) + len(README_BEGIN)
+    end = readme.index(README_END)
+    return readme[:start] + "\n" + rule_table() + "\n" + readme[end:]
+
+
+if __name__ == "__main__":  # `python -m synclint.docs` regenerates the README's rule table
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parent.parent / "README.md"
+    readme.write_text(with_rule_table(readme.read_text(encoding="utf-8")), encoding="utf-8")

@@ -1,0 +1,190 @@
+"""The command line as a user meets it: real files, real output, real exit codes."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli, run_json
+
+OVERFLOW = """import torch
+
+x = torch.randn(4, device="cuda")
+if x.isinf().any() or x.isnan().any():
+    x = torch.clamp(x, min=-1e4, max=1e4)
+"""
+NUMPY = """import numpy as np
+
+x = np.random.randn(4)
+if np.isinf(x).any() or np.isnan(x).any():
+    x = np.clip(x, -1e4, 1e4)
+"""
+
+
+def test_overflow_check_is_reported_with_exit_1(write, tmp_path):
+    path = write("kernel.py", OVERFLOW)
+    proc = run_cli("check", str(path), cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "kernel.py:4:4: SYNC101 `x.isinf().any()` is a CUDA tensor" in proc.stdout
+    assert "kernel.py:4:23: SYNC101 `x.isnan().any()`" in proc.stdout
+    # The text format shows the source line with the range marked.
+    assert "4 | if x.isinf().any() or x.isnan().any():" in proc.stdout
+    assert "   ^^^^^^^^^^^^^^^ SYNC101" in proc.stdout
+    assert "Found 2 findings." in proc.stdout
+
+
+def test_bare_form_is_check(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    proc = run_cli("kernel.py", "--output-format", "concise", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines()[0].startswith("kernel.py:4:4: SYNC101 ")
+
+
+def test_every_output_format_reports_the_finding(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    for fmt in ("text", "concise", "json", "sarif", "github"):
+        proc = run_cli("check", "kernel.py", "--output-format", fmt, cwd=tmp_path)
+        assert proc.returncode == 1, fmt
+        assert "SYNC101" in proc.stdout, fmt
+    code, findings = run_json("check", "kernel.py", cwd=tmp_path)
+    assert code == 1
+    assert [(f["code"], f["location"]["row"], f["location"]["column"]) for f in findings] == [
+        ("SYNC101", 4, 4),
+        ("SYNC101", 4, 23),
+    ]
+    first = findings[0]
+    assert first["filename"] == "kernel.py"
+    assert first["end_location"] == {"row": 4, "column": 19}
+    assert first["noqa_row"] == 4
+    assert first["confidence"] == "high"
+    assert set(first) >= {"code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row"}
+
+
+def test_github_format_is_workflow_commands(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    proc = run_cli("check", "kernel.py", "--output-format", "github", cwd=tmp_path)
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("::warning file=kernel.py,line=4,col=4,endLine=4,endColumn=19,title=SYNC101 (sync-in-condition)::")
+
+
+def test_numpy_twin_is_clean(write, tmp_path):
+    write("host.py", NUMPY)
+    proc = run_cli("check", "host.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    assert "All checks passed!" in proc.stdout
+
+
+def test_noqa_silences_the_line(write, tmp_path):
+    write("kernel.py", OVERFLOW.replace("x.isnan().any():", "x.isnan().any():  # noqa: SYNC101"))
+    assert run_cli("check", "kernel.py", cwd=tmp_path).returncode == 0
+    write("kernel.py", OVERFLOW.replace("x.isnan().any():", "x.isnan().any():  # noqa: E501, SYNC101"))
+    assert run_cli("check", "kernel.py", cwd=tmp_path).returncode == 0
+    write("kernel.py", OVERFLOW.replace("x.isnan().any():", "x.isnan().any():  # noqa"))
+    assert run_cli("check", "kernel.py", cwd=tmp_path).returncode == 0
+    # A noqa for another code leaves the finding.
+    write("kernel.py", OVERFLOW.replace("x.isnan().any():", "x.isnan().any():  # noqa: E501"))
+    assert run_cli("check", "kernel.py", cwd=tmp_path).returncode == 1
+
+
+def test_syntax_error_is_sync000_at_its_line(write, tmp_path):
+    write("broken.py", "import torch\n\nx = torch.ones(2)\nif x.any(:\n    pass\n")
+    write("kernel.py", OVERFLOW)
+    proc = run_cli("check", ".", "--output-format", "concise", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "broken.py:4:" in proc.stdout and "SYNC000 syntax error" in proc.stdout
+    assert "kernel.py:4:4: SYNC101" in proc.stdout  # the run went on
+
+
+def test_undecodable_bytes_are_sync000_at_their_line(write, tmp_path):
+    write("latin.py", b"import torch\nname = '\xff'\n")
+    proc = run_cli("check", "latin.py", "--output-format", "concise", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "latin.py:2:9: SYNC000 cannot decode byte 0xff as utf-8" in proc.stdout
+
+
+def test_missing_path_is_exit_2_after_checking_the_rest(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    proc = run_cli("check", "kernel.py", "missing.py", "--output-format", "concise", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "kernel.py:4:4: SYNC101" in proc.stdout
+    assert "missing.py: no such file or directory" in proc.stderr
+
+
+def test_exit_zero_and_statistics(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    proc = run_cli("check", "kernel.py", "--exit-zero", "--statistics", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert proc.stdout.split() == ["2", "SYNC101", "sync-in-condition"]
+
+
+def test_select_and_ignore(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    assert run_cli("check", "kernel.py", "--ignore", "SYNC1", cwd=tmp_path).returncode == 0
+    assert run_cli("check", "kernel.py", "--select", "SYNC101", cwd=tmp_path).returncode == 1
+    proc = run_cli("check", "kernel.py", "--select", "SYNC999", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "SYNC999" in proc.stderr and "matches no rule" in proc.stderr
+
+
+def test_min_confidence(write, tmp_path):
+    write("model.py", "import torch\n\ndef f(x: torch.Tensor):\n    if x.any():\n        return 1\n")
+    assert run_cli("check", "model.py", cwd=tmp_path).returncode == 1  # medium is shown by default
+    assert run_cli("check", "model.py", "--min-confidence", "high", cwd=tmp_path).returncode == 0
+
+
+def test_output_file(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    proc = run_cli("check", "kernel.py", "--output-format", "json", "--output-file", "out.json", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert len(json.loads((tmp_path / "out.json").read_text())) == 2
+
+
+def test_walks_folders_but_skips_venvs_excludes_and_gitignored(write, tmp_path):
+    write("pkg/kernel.py", OVERFLOW)
+    write("pkg/stub.pyi", OVERFLOW)
+    write(".venv/lib/bad.py", OVERFLOW)
+    write("env/pyvenv.cfg", "")
+    write("env/lib/bad.py", OVERFLOW)
+    write("build/bad.py", OVERFLOW)
+    write("generated/bad.py", OVERFLOW)
+    write("ignored/bad.py", OVERFLOW)
+    write(".gitignore", "ignored/\n")
+    (tmp_path / ".git").mkdir()
+    write("pyproject.toml", '[tool.synclint]\nextend-exclude = ["generated"]\n')
+    code, findings = run_json("check", cwd=tmp_path)
+    assert code == 1
+    assert sorted({f["filename"] for f in findings}) == ["pkg/kernel.py", "pkg/stub.pyi"]
+    # A file named explicitly is checked even when excluded, unless --force-exclude.
+    assert run_cli("check", "generated/bad.py", cwd=tmp_path).returncode == 1
+    assert run_cli("check", "generated/bad.py", "--force-exclude", cwd=tmp_path).returncode == 0
+
+
+def test_allow_sync_context_is_not_flagged(write, tmp_path):
+    write(
+        "kernel.py",
+        "import torch\nfrom vllm.utils import gpu_sync_allowed\n\nx = torch.ones(2, device='cuda')\n"
+        "with gpu_sync_allowed():\n    assert (x > 0).all()\n",
+    )
+    assert run_cli("check", "kernel.py", cwd=tmp_path).returncode == 0
+    write("pyproject.toml", '[tool.synclint]\nallow-sync-contexts = ["my_allowed"]\n')
+    assert run_cli("check", "kernel.py", cwd=tmp_path).returncode == 1
+
+
+def test_rules_and_rule_docs():
+    proc = run_cli("rules")
+    assert proc.returncode == 0
+    assert "| SYNC101 | sync-in-condition |" in proc.stdout
+    proc = run_cli("rule", "SYNC101")
+    assert proc.returncode == 0
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"):
+        assert heading in proc.stdout
+    assert run_cli("rule", "SYNC999").returncode == 2
+
+
+def test_version_and_usage_errors():
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("synclint ")
+    proc = run_cli("check", "--output-format", "xml")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr

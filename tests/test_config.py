@@ -1,0 +1,111 @@
+"""Configuration errors name the key and the file; nothing is silently ignored."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli
+
+KERNEL = "import torch\nx = torch.ones(2, device='cuda')\nif x.any():\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ('selct = ["SYNC101"]', "unknown key `selct` in [tool.synclint] (did you mean `select`?)"),
+        ('select = "SYNC101"', "`select` must be a list, not a string"),
+        ("select = [101]", "every item of `select` must be a string"),
+        ('min-confidence = "sure"', "unknown confidence 'sure'"),
+        ('output-format = "xml"', "`output-format` must be one of"),
+        ("unsafe-fixes = 1", "`unsafe-fixes` must be true or false"),
+        ('per-file-ignores = { "tests/*" = "SYNC101" }', "`per-file-ignores.tests/*` must be a list"),
+        ('ignore = ["SYNC9"]', "`ignore` names 'SYNC9', which matches no rule"),
+    ],
+)
+def test_bad_config_is_exit_2_naming_key_and_file(write, tmp_path, table, message):
+    write("pyproject.toml", f"[tool.synclint]\n{table}\n")
+    write("kernel.py", KERNEL)
+    proc = run_cli("check", "kernel.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert str(tmp_path / "pyproject.toml") in proc.stderr
+    assert message in proc.stderr
+
+
+def test_invalid_toml_is_exit_2(write, tmp_path):
+    write("pyproject.toml", "[tool.synclint\nselect = [")
+    write("kernel.py", KERNEL)
+    proc = run_cli("check", "kernel.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "not valid TOML" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_nearest_pyproject_is_found_upward(write, tmp_path):
+    write("pyproject.toml", '[tool.synclint]\nignore = ["SYNC101"]\n')
+    write("src/pkg/kernel.py", KERNEL)
+    assert run_cli("check", "kernel.py", cwd=tmp_path / "src" / "pkg").returncode == 0
+    assert run_cli("check", "src", cwd=tmp_path).returncode == 0
+
+
+def test_per_file_ignores(write, tmp_path):
+    write("pyproject.toml", '[tool.synclint]\nper-file-ignores = { "legacy/*" = ["SYNC101"] }\n')
+    write("legacy/kernel.py", KERNEL)
+    write("new/kernel.py", KERNEL)
+    proc = run_cli("check", ".", "--output-format", "concise", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "new/kernel.py:3:4: SYNC101" in proc.stdout
+    assert "legacy/" not in proc.stdout
+
+
+def test_explicit_config_file(write, tmp_path):
+    write("custom.toml", '[tool.synclint]\nignore = ["SYNC101"]\n')
+    write("kernel.py", KERNEL)
+    assert run_cli("check", "kernel.py", "--config", "custom.toml", cwd=tmp_path).returncode == 0
+    proc = run_cli("check", "kernel.py", "--config", "nope.toml", cwd=tmp_path)
+    assert proc.returncode == 2 and "no such configuration file" in proc.stderr
+
+
+def test_extend_rules_folder_adds_a_users_rule(write, tmp_path):
+    write(
+        "my_rules/no_empty_cache.py",
+        '''import libcst as cst
+from synclint.rule import Invalid, Rule
+
+
+class NoEmptyCache(Rule):
+    code = "SYNC901"
+    name = "no-empty-cache"
+    summary = "torch.cuda.empty_cache() waits for the GPU"
+    docs = """
+    ## What it does
+    Flags empty_cache.
+    ## Why is this bad?
+    It synchronizes.
+    ## Example
+    torch.cuda.empty_cache()
+    ## Use instead
+    Nothing.
+    ## Fix safety
+    No fix.
+    """
+    INVALID = [Invalid("import torch\\ntorch.cuda.empty_cache()\\n")]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.qualname(node.func) == "torch.cuda.empty_cache":
+            self.report(node, "empty_cache waits for the GPU")
+''',
+    )
+    write("pyproject.toml", '[tool.synclint]\nextend-rules = ["my_rules"]\n')
+    write("kernel.py", "import torch\ntorch.cuda.empty_cache()\n")
+    proc = run_cli("check", "kernel.py", "--output-format", "concise", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "kernel.py:2:1: SYNC901 empty_cache waits for the GPU" in proc.stdout
+
+
+def test_extend_rules_module_that_raises_is_a_clear_error(write, tmp_path):
+    write("my_rules/bad.py", "raise RuntimeError('boom')\n")
+    write("pyproject.toml", '[tool.synclint]\nextend-rules = ["my_rules"]\n')
+    write("kernel.py", KERNEL)
+    proc = run_cli("check", "kernel.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "raised on import: RuntimeError: boom" in proc.stderr and "Traceback" not in proc.stderr
