@@ -189,8 +189,9 @@ def write_atomically(path: Path, original: bytes, new: bytes) -> str | None:
         if path.read_bytes() != original:
             return "changed on disk while being fixed; left as it is"
         mode = stat.S_IMODE(path.stat().st_mode)
-        if not os.access(path, os.W_OK):
-            return "not writable; left as it is"
+        # The mode bits, not os.access: running as root must not clobber a file marked read-only.
+        if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+            return "read-only; left as it is"
         target = path.resolve()
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".synclint")
         try:

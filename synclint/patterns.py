@@ -68,7 +68,7 @@ def statements_code(module: cst.Module, statements, indentation: str) -> str:
     lines: list[str] = []
     for statement in statements:
         code = module.code_for_node(statement.with_changes(leading_lines=()))
-        lines.extend(code.rstrip("\n").split("\n"))
+        lines.extend(code.splitlines())
     head, *rest = lines
     return "\n".join([head, *[(indentation + line) if line.strip() else "" for line in rest]])
 
@@ -169,3 +169,8 @@ def parameter(func: cst.FunctionDef, name: str) -> cst.Param | None:
         if isinstance(param, cst.Param) and param.name.value == name:
             return param
     return None
+
+
+# Calls that build a host tensor from Python or numpy data. A copy of their result to the
+# device is SYNC103's (host-data-to-device); SYNC102 leaves those chains alone.
+HOST_DATA_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy"})
