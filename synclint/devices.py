@@ -118,10 +118,18 @@ TORCH_LIKE_FACTORIES = frozenset(
 # Tensor methods whose result is a host value whatever the tensor's device.
 HOST_RESULT_METHODS = frozenset(
     "size dim numel nelement element_size is_contiguous data_ptr stride get_device "
-    "storage_offset is_floating_point is_complex is_pinned type tolist item numpy".split()
+    "storage_offset is_floating_point is_complex is_pinned type tolist item numpy nbytes untyped_storage "
+    "storage equal allclose".split()
+)
+# torch functions whose result is a Python value, not a tensor (equal/allclose sync inside: SYNC109).
+HOST_RESULT_FUNCTIONS = frozenset(
+    "is_tensor is_storage is_floating_point is_complex is_nonzero is_grad_enabled is_inference_mode_enabled "
+    "numel typename get_default_dtype get_default_device equal allclose result_type promote_types can_cast "
+    "is_autocast_enabled compiled_with_cxx11_abi".split()
 )
 HOST_ATTRIBUTES = frozenset("shape dtype device ndim is_cuda is_cpu requires_grad layout itemsize nbytes".split())
-SAME_PLACE_ATTRIBUTES = frozenset("T mT H mH data real imag grad".split())
+# `values`/`indices`: the fields of what max, min, sort, topk, ... return.
+SAME_PLACE_ATTRIBUTES = frozenset("T mT H mH data real imag grad values indices".split())
 # Builtins whose result is a host value.
 HOST_BUILTINS = frozenset(
     "len int float bool str repr range list tuple dict set frozenset sorted isinstance issubclass "
@@ -134,8 +142,8 @@ NEW_TENSOR_METHODS = frozenset("new_tensor new_zeros new_ones new_empty new_full
 class NameConventions:
     """Name patterns that projects use for where a value lives (fnmatch, on the last name)."""
 
-    host: tuple[str, ...] = ("*_cpu", "*_np", "*_host", "*_numpy", "cpu", "np", "host")
-    device: tuple[str, ...] = ("*_gpu", "*_cuda", "*_dev", "gpu", "cuda")
+    host: tuple[str, ...] = ("*_cpu", "*_cpu_*", "*_np", "*_host", "*_numpy", "*_per_gpu", "cpu", "np", "host", "host_*", "pinned_*", "*_pinned")
+    device: tuple[str, ...] = ("*_gpu", "*_cuda")
 
     def classify(self, name: str) -> Where | None:
         if any(fnmatch.fnmatchcase(name, pat) for pat in self.host):
@@ -251,7 +259,8 @@ class DeviceModel:
         for stmt in body:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
-                    if isinstance(small, (cst.Import, cst.ImportFrom)) and func is None and cls is None:
+                    # Imports anywhere count: vLLM imports torch inside functions too.
+                    if isinstance(small, (cst.Import, cst.ImportFrom)):
                         self.imports.add(small)
             elif isinstance(stmt, cst.FunctionDef):
                 if cls is not None:
@@ -275,14 +284,34 @@ class DeviceModel:
     def class_of(self, func: cst.FunctionDef | None) -> cst.ClassDef | None:
         return self.parents.get(id(func)) if func is not None else None
 
+    def self_class(self, func: cst.FunctionDef | None) -> cst.ClassDef | None:
+        """The class whose `self` `func` sees: its own, or that of the method it is nested in."""
+        while func is not None:
+            cls = self.class_of(func)
+            if cls is not None:
+                return cls
+            func = self.enclosing.get(id(func))
+        return None
+
     # ---- the question rules ask ----------------------------------------------------
 
     def where(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None) -> Where:
         """Where `expr` lives, evaluated just before statement `stmt` of `scope`."""
+        return self._evaluator(scope, stmt).eval(expr)
+
+    def to_target(self, call: cst.Call, scope: Scope | None, stmt: cst.CSTNode | None) -> Where | None:
+        """Where `<tensor>.to(...)` puts its result; None when it keeps the device (a dtype) or says nothing known."""
+        return self._evaluator(scope, stmt)._to_target(call)
+
+    def placement(self, arg: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None) -> Where:
+        """What a `device=` argument means (a host tensor for "cpu"), evaluated just before `stmt`."""
+        return self._evaluator(scope, stmt).device_of(arg)
+
+    def _evaluator(self, scope: Scope | None, stmt: cst.CSTNode | None) -> "Evaluator":
         env: Env = {}
         if scope is not None and stmt is not None:
             env = self.facts(scope).env_before.get(id(stmt), {})
-        return Evaluator(self, scope, env).eval(expr)
+        return Evaluator(self, scope, env)
 
     def loop_depth(self, scope: Scope, stmt: cst.CSTNode) -> int:
         return self.facts(scope).loop_depth_of.get(id(stmt), 0)
@@ -462,7 +491,7 @@ class FlowWalker:
                     where = None
             if where is None:
                 where = self.model.conventions.classify(name)
-            if where is None and in_module and func.name.value == "forward":
+            if where is None and in_module and func.name.value == "forward" and i == (1 if cls is not None else 0):
                 where = device(f"{name} is an argument of nn.Module.forward", Confidence.MEDIUM)
             if where is not None:
                 env[name] = where
@@ -494,7 +523,7 @@ class FlowWalker:
             return _join_env(after_body, after_else)
         if isinstance(stmt, cst.For):
             inner = dict(env)
-            self._bind(stmt.target, Evaluator(self.model, self.scope, env).element_of(stmt.iter), inner)
+            self._bind_loop_target(stmt.target, stmt.iter, env, inner)
             after = self.walk_block(_block(stmt.body), inner, depth + 1)
             merged = _join_env(env, after)
             if stmt.orelse is not None:
@@ -549,7 +578,8 @@ class FlowWalker:
             new = dict(env)
             value = evaluator.eval(small.value) if small.value is not None else UNKNOWN
             if value.place is Place.UNKNOWN or value.is_none:
-                name = small.target.value if isinstance(small.target, cst.Name) else ""
+                # `self.x_cpu: torch.Tensor | None = None`: the attribute's name carries the convention.
+                name = (dotted_name(small.target) or "").rsplit(".", 1)[-1]
                 value = evaluator.from_annotation(small.annotation.annotation, name) or value
             if small.value is not None or value.place is not Place.UNKNOWN:
                 self._bind(small.target, value, new)
@@ -563,7 +593,40 @@ class FlowWalker:
             return env
         if isinstance(small, cst.Return) and small.value is not None:
             self.facts.returns.append(evaluator.eval(small.value))
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            self._note_registered_buffer(small.value)
         return env
+
+    def _note_registered_buffer(self, call: cst.Call) -> None:
+        """`self.register_buffer("name", t)`: like a parameter, the buffer moves with the module."""
+        func = call.func
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "register_buffer"
+            and dotted_name(func.value) == "self"
+            and len(call.args) >= 2
+            and isinstance(call.args[0].value, cst.SimpleString)
+            and isinstance(self.scope, cst.FunctionDef)
+        ):
+            return
+        name = call.args[0].value.evaluated_value
+        value = call.args[1].value
+        if not isinstance(name, str) or (isinstance(value, cst.Name) and value.value == "None"):
+            return
+        where = device(f"self.{name} is a buffer of an nn.Module, which moves with the module", Confidence.MEDIUM)
+        old = self.facts.self_attrs.get(name)
+        self.facts.self_attrs[name] = where if old is None else join(old, where)
+
+    def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, env: Env, inner: Env) -> None:
+        """Binds a `for` target; `for i, x in enumerate(xs)` and `for a, b in zip(as, bs)` bind
+        each name from its own position (the index of `enumerate` is a Python int)."""
+        evaluator = Evaluator(self.model, self.scope, env)
+        positions = evaluator.positions_of(iterable)
+        if positions is not None and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(positions):
+            for element, where in zip(target.elements, positions):
+                self._bind(element.value, where, inner)
+        else:
+            self._bind(target, evaluator.element_of(iterable), inner)
 
     def _bind(self, target: cst.BaseExpression, value: Where, env: Env, value_node=None) -> None:
         if isinstance(target, cst.Name):
@@ -652,7 +715,7 @@ class Evaluator:
         if attr in SAME_PLACE_ATTRIBUTES:
             return self.eval(expr.value)
         if isinstance(expr.value, cst.Name) and expr.value.value == "self" and isinstance(self.scope, cst.FunctionDef):
-            cls = self.model.class_of(self.scope)
+            cls = self.model.self_class(self.scope)
             if cls is not None:
                 known = self.model.class_attrs(cls).get(attr)
                 if known is not None:
@@ -671,12 +734,21 @@ class Evaluator:
         base = self.eval(expr.value)
         return base if base.place is not Place.UNKNOWN else UNKNOWN
 
+    def _is_non_tensor_constant(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        qual = self.model.qualname(expr) or ""
+        return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in _DTYPE_NAMES
+
     def _eval_BinaryOperation(self, expr: cst.BinaryOperation) -> Where:
         return combine([self.eval(expr.left), self.eval(expr.right)])
 
     def _eval_Comparison(self, expr: cst.Comparison) -> Where:
         if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in expr.comparisons):
             return HOST
+        operands = [expr.left, *(t.comparator for t in expr.comparisons)]
+        if any(self._is_non_tensor_constant(o) for o in operands):
+            return HOST  # `mode == "raw"`, `x.dtype == torch.float16`: never tensor comparisons
         return combine([self.eval(expr.left), *(self.eval(t.comparator) for t in expr.comparisons)])
 
     def _eval_UnaryOperation(self, expr: cst.UnaryOperation) -> Where:
@@ -727,7 +799,12 @@ class Evaluator:
             return HOST
         if qual == "torch.from_numpy":
             return host_tensor("torch.from_numpy() is a host tensor")
-        if qual == "torch.device":
+        if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"):
+            # Wherever it is made, a module's parameter moves with the module (`model.to(device)`).
+            return device(f"{qual.rsplit('.', 1)[-1]} of an nn.Module, which moves with the module", Confidence.MEDIUM)
+        if qual == "torch.device" or (
+            qual.startswith("torch.") and (short in HOST_RESULT_FUNCTIONS or short.startswith(("is_", "has_")))
+        ):
             return HOST
         if qual.startswith("torch.") and qual.count(".") == 1 and short in TORCH_FACTORIES:
             return self._factory(call, f"{qual}(...)", like=None)
@@ -779,7 +856,7 @@ class Evaluator:
             return host_tensor(".cpu() result")
         if method in ("numpy", "tolist", "item"):
             return HOST
-        if method in HOST_RESULT_METHODS:
+        if method in HOST_RESULT_METHODS or (method.startswith(("is_", "has_")) and method != "is_nonzero"):
             return HOST
         if method == "pin_memory":
             return host_tensor("pinned host tensor")
@@ -788,7 +865,12 @@ class Evaluator:
             if target is not None:
                 return target
             return self.eval(receiver)
+        if method.startswith("__"):
+            return None  # a protocol method (`__tensor_flatten__`, `__reduce__`): not a tensor operation
         base = self.eval(receiver)
+        if method in ("parameters", "buffers") and base.place is Place.UNKNOWN:
+            # An nn.Module's tensors; a module built here without .cuda()/.to() would be a host value.
+            return device(f"{_code(receiver)}.{method}() are a module's tensors", Confidence.MEDIUM)
         if method in NEW_TENSOR_METHODS:
             device_arg = _kwarg(call, "device")
             if device_arg is not None:
@@ -851,6 +933,17 @@ class Evaluator:
             if "device" in lowered or "cuda" in lowered or "gpu" in lowered or lowered in ("dev", "self.dev"):
                 return device(text)
         return UNKNOWN
+
+    def positions_of(self, iterable: cst.BaseExpression) -> list[Where] | None:
+        """Where each position of the tuples that `enumerate(...)` or `zip(...)` yields lives."""
+        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)):
+            return None
+        positional = [a.value for a in iterable.args if a.keyword is None and not a.star]
+        if iterable.func.value == "enumerate" and len(positional) >= 1:
+            return [HOST, self.element_of(positional[0])]
+        if iterable.func.value == "zip" and len(positional) == len(iterable.args):
+            return [self.element_of(arg) for arg in positional]
+        return None
 
     def element_of(self, iterable: cst.BaseExpression) -> Where:
         """Where the elements of a `for` loop's iterable live."""
