@@ -323,6 +323,15 @@ class DeviceModel:
         cached = self._facts.get(key)
         if cached is not None:
             return cached
+        cls = self.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
+        if cls is not None and id(cls) not in self._class_attrs:
+            # Gather the class's attributes first, walking its methods in body order, so
+            # that what a method sees of `self.x` does not depend on which method a rule
+            # happened to ask about first.
+            self.class_attrs(cls)
+            cached = self._facts.get(key)
+            if cached is not None:
+                return cached
         facts = FunctionFacts()
         self._facts[key] = facts  # visible (partially) to recursive questions
         if isinstance(scope, cst.Module):

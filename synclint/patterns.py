@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from synclint.devices import Where
+from synclint.devices import Where, device
+
+if TYPE_CHECKING:
+    from synclint.rule import Rule
 
 
 def bool_operands(expr: cst.BaseExpression, last_is_coerced: bool = True) -> Iterator[cst.BaseExpression]:
@@ -64,18 +69,24 @@ def statements_code(module: cst.Module, statements, indentation: str) -> str:
 
     Used by fixes that replace one statement with several: the edit starts after the
     original statement's indentation, so every following line carries it explicitly.
+    The statements are written inside a block indented by `indentation`, so that libcst
+    indents each statement line and leaves the text inside multi-line strings and
+    brackets exactly as it was (re-indenting lines by hand would change a string's value).
+    Comments before the first statement are left out: they lie outside the replaced span.
     """
-    lines: list[str] = []
-    for statement in statements:
-        code = module.code_for_node(statement.with_changes(leading_lines=()))
-        lines.extend(code.splitlines())
-    head, *rest = lines
-    return "\n".join([head, *[(indentation + line) if line.strip() else "" for line in rest]])
+    first, *rest = statements
+    statements = [first.with_changes(leading_lines=()), *rest]
+    newline = module.default_newline
+    if not indentation:
+        return "".join(module.code_for_node(statement) for statement in statements).rstrip(newline)
+    block = cst.If(test=cst.Name("_"), body=cst.IndentedBlock(body=statements, indent=indentation))
+    body = module.code_for_node(block).split(newline, 1)[1]
+    return body[len(indentation):].rstrip(newline)
 
 
 def one_line(text: str, limit: int = 60) -> str:
-    """Source text for a one-line message: whitespace runs collapsed, long text shortened."""
-    flat = " ".join(text.split())
+    """Source text for a one-line message: line breaks joined as code reads, long text shortened."""
+    flat = re.sub(r"\s+([)\].,])", r"\1", re.sub(r"([(\[])\s+", r"\1", " ".join(text.split())))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -101,18 +112,21 @@ def with_keyword_arg(call: cst.Call, name: str, value: cst.BaseExpression) -> cs
     if not call.args:
         return call.with_changes(args=[new_arg])
     *earlier, last = call.args
-    separator = earlier[-1].comma if earlier and isinstance(earlier[-1].comma, cst.Comma) else cst.Comma(
-        whitespace_after=cst.SimpleWhitespace(" ")
-    )
+    if earlier and isinstance(earlier[-1].comma, cst.Comma):
+        separator = earlier[-1].comma
+    elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):  # f(\n    a,\n)
+        separator = cst.Comma(whitespace_after=call.whitespace_before_args)
+    else:
+        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     new_arg = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
     last = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
     return call.with_changes(args=[*earlier, last, new_arg])
 
 
-def local_assignments(func: cst.FunctionDef) -> dict[str, list[cst.BaseExpression | None]]:
-    """The values assigned to each local name in `func`'s body (not in nested functions or
-    classes). None stands for a binding that is not one expression: a loop or `with` target,
-    an unpacking, an augmented assignment. Parameters are not included."""
+def local_assignments(scope: cst.Module | cst.FunctionDef) -> dict[str, list[cst.BaseExpression | None]]:
+    """The values assigned to each name in a function's or module's own body (not in nested
+    functions or classes). None stands for a binding that is not one expression: a loop or
+    `with` target, an unpacking, an augmented assignment. Parameters are not included."""
     assigned: dict[str, list[cst.BaseExpression | None]] = {}
 
     def bind(target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
@@ -126,7 +140,7 @@ def local_assignments(func: cst.FunctionDef) -> dict[str, list[cst.BaseExpressio
 
     class Collector(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is func
+            return node is scope
 
         def visit_ClassDef(self, node: cst.ClassDef) -> bool:
             return False
@@ -158,7 +172,7 @@ def local_assignments(func: cst.FunctionDef) -> dict[str, list[cst.BaseExpressio
             if node.asname is not None:
                 bind(node.asname.name, None)
 
-    func.visit(Collector())
+    scope.visit(Collector())
     return assigned
 
 
@@ -174,3 +188,145 @@ def parameter(func: cst.FunctionDef, name: str) -> cst.Param | None:
 # Calls that build a host tensor from Python or numpy data. A copy of their result to the
 # device is SYNC103's (host-data-to-device); SYNC102 leaves those chains alone.
 HOST_DATA_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy"})
+
+
+def self_attribute_assignments(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+    """The values assigned to each `self.<attr>` in the methods of `cls` (annotated ones included)."""
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+
+    class Collector(cst.CSTVisitor):
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return node is cls
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                self._bind(target.target, node.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if node.value is not None:
+                self._bind(node.target, node.value)
+
+        def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+                assigned.setdefault(target.attr.value, []).append(value)
+
+    cls.visit(Collector())
+    return assigned
+
+
+def with_keyword_value(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with `name=value`: an existing `name=` argument takes the new value, else it is appended."""
+    if keyword_arg(call, name) is None:
+        return with_keyword_arg(call, name, value)
+    return call.with_changes(
+        args=[
+            arg.with_changes(value=value) if arg.keyword is not None and arg.keyword.value == name else arg
+            for arg in call.args
+        ]
+    )
+
+
+def gpu_copy_target(rule: "Rule", call: cst.Call) -> Where | None:
+    """Where `x.to(...)` or `x.cuda(...)` sends `x`, when that is the GPU and every argument's meaning
+    is known (a device, a dtype, `non_blocking=`); None otherwise, e.g. for `to(device, dtype, True)`."""
+    attr = method_call(call, "to", "cuda")
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    if attr is None or any(arg.star for arg in call.args):
+        return None
+    if attr.attr.value == "cuda":
+        return device(".cuda()") if len(positional) <= 1 else None  # cuda(device, non_blocking)
+    if len(positional) == 2:
+        second = positional[1]
+        if not ((rule.qualname(second) or "").startswith("torch.") or "dtype" in rule.code_of(second)):
+            return None  # to(other, non_blocking)
+    elif len(positional) > 2:
+        return None  # to(device, dtype, non_blocking, ...)
+    ctx = rule.ctx
+    target = ctx.devices.to_target(call, ctx.scopes[-1], ctx.statements[-1] if ctx.statements else None)
+    return target if target is not None and target.on_device else None
+
+
+def expression_code(module: cst.Module, node: cst.CSTNode, indentation: str) -> str:
+    """Source of `node` placed inside a statement at `indentation` (`ctx.indentation()`).
+
+    `Module.code_for_node` renders a node as if at the top level, so a call that continues on
+    further lines inside brackets loses the enclosing blocks' indentation; this keeps it.
+    """
+    from libcst._nodes.internal import CodegenState  # the state code_for_node itself uses
+
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.indent_tokens.append(indentation)
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+# A path part naming CPU code (`cpu_mla.py`, `ops/cpu/`, `zen_cpu_sdpa.py`).
+_CPU_MODULE = re.compile(r"(^|[/_])cpu([/_.]|$)")
+
+
+def in_cpu_module(relpath: str) -> bool:
+    """Whether a file is, by its path, CPU code: there a tensor of unknown device is a host tensor."""
+    return bool(_CPU_MODULE.search(relpath))
+
+
+# Names that say a value is a boolean mask (`valid_mask`, `is_prefill`, `keep`).
+MASK_NAME = re.compile(r"mask|^(is|has|no|not|keep|valid|invalid|done|finished|skip)(_|$)", re.IGNORECASE)
+_COMPARISONS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
+# Tensor methods and torch functions whose result is a boolean tensor.
+BOOL_RESULTS = frozenset(
+    "isnan isinf isfinite isneginf isposinf isreal signbit isin logical_and logical_or logical_xor logical_not "
+    "eq ne gt ge lt le greater greater_equal less less_equal not_equal bool any all".split()
+)
+
+
+class BoolTensors:
+    """Tells whether an expression is, by its form, a boolean tensor: a comparison, `~m`,
+    `a & m`, `x.isnan()`, `t.bool()`, `dtype=torch.bool`, or a local name whose every
+    assignment in its function is one of these. One per rule instance (it caches each
+    scope's assignments)."""
+
+    def __init__(self, rule: "Rule") -> None:
+        self.rule = rule
+        self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
+
+    def __call__(self, expr: cst.BaseExpression) -> bool:
+        return self._is_bool(expr, frozenset())
+
+    def _is_bool(self, expr: cst.BaseExpression, seen: frozenset[str]) -> bool:
+        if isinstance(expr, cst.Comparison):
+            return all(isinstance(t.operator, _COMPARISONS) for t in expr.comparisons)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+            return self._is_bool(expr.expression, seen)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+            return self._is_bool(expr.left, seen) or self._is_bool(expr.right, seen)
+        if isinstance(expr, cst.Subscript):
+            return self._is_bool(expr.value, seen)
+        if isinstance(expr, cst.Call):
+            return self._is_bool_call(expr)
+        if isinstance(expr, cst.Name) and expr.value not in seen:
+            return self._is_bool_name(expr.value, seen | {expr.value})
+        return False
+
+    def _is_bool_call(self, call: cst.Call) -> bool:
+        qualname = self.rule.qualname
+        dtype = keyword_arg(call, "dtype")
+        if dtype is not None:
+            return qualname(dtype) == "torch.bool"
+        qual = qualname(call.func)
+        if qual is not None:
+            return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in BOOL_RESULTS
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        method = call.func.attr.value
+        if method in ("to", "type") and call.args:
+            return qualname(call.args[0].value) == "torch.bool"
+        return method in BOOL_RESULTS
+
+    def _is_bool_name(self, name: str, seen: frozenset[str]) -> bool:
+        scope = self.rule.ctx.scopes[-1]
+        if isinstance(scope, cst.FunctionDef) and parameter(scope, name) is not None:
+            return False
+        if id(scope) not in self._assignments:
+            self._assignments[id(scope)] = local_assignments(scope)
+        values = self._assignments[id(scope)].get(name, [])
+        return bool(values) and all(value is not None and self._is_bool(value, seen) for value in values)
