@@ -135,6 +135,11 @@ HOST_BUILTINS = frozenset(
     "len int float bool str repr range list tuple dict set frozenset sorted isinstance issubclass "
     "hasattr getattr callable id hash type print enumerate zip abs round divmod format ord chr any all".split()
 )
+# torch functions that take a sequence of tensors (`torch.cat(tensors)`).
+SEQUENCE_OPERATIONS = frozenset(
+    "cat concat concatenate stack hstack vstack dstack column_stack row_stack block_diag cartesian_prod "
+    "broadcast_tensors meshgrid".split()
+)
 NEW_TENSOR_METHODS = frozenset("new_tensor new_zeros new_ones new_empty new_full".split())
 
 
@@ -828,7 +833,10 @@ class Evaluator:
             return HOST
         if qual.startswith("torch."):
             # Operations on tensors: the result lives where the tensor operands live.
-            return combine(list(self._tensor_args(call))) if call.args else UNKNOWN
+            result = combine(list(self._tensor_args(call))) if call.args else UNKNOWN
+            if short in SEQUENCE_OPERATIONS and result.place is Place.HOST:
+                return UNKNOWN  # a Python list of tensors says nothing of where its tensors are
+            return result
         if qual.split(".")[0] in ("math", "os", "sys", "re", "json", "time", "itertools", "functools", "collections"):
             return HOST
         return None
