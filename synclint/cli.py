@@ -1,4 +1,4 @@
-"""The `synclint` command: `check` (the default), `rules`, `rule CODE`.
+"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`.
 
 Exit codes, as ruff: 0 no findings, 1 findings, 2 usage, configuration or internal error.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from synclint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "rules", "rule")
+SUBCOMMANDS = ("check", "rules", "rule", "verify")
 
 
 class UsageError(Exception):
@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("rules", help="print the table of rules")
     rule = sub.add_parser("rule", help="print one rule's documentation")
     rule.add_argument("code", help="a rule code (SYNC101) or name (sync-in-condition)")
+    from synclint.verify.command import add_arguments  # no torch: that is imported when verify runs
+
+    add_arguments(sub.add_parser("verify", help="run the fixture kernels before and after the fixer (needs torch)"))
     return parser
 
 
@@ -72,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_rules()
         if args.command == "rule":
             return cmd_rule(args.code)
+        if args.command == "verify":
+            from synclint.verify.command import run
+
+            return run(args)
         return cmd_check(args)
     except UsageError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
