@@ -463,6 +463,36 @@ def _child_blocks(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence]:
             yield _block(case.body)
 
 
+def _host_uses(func: cst.FunctionDef) -> dict[str, str]:
+    """Names that `func` itself treats as host tensors: `x.numpy()` (which raises on a GPU
+    tensor), `x.pin_memory()`, `x.to(device, non_blocking=True)` (an upload). A parameter
+    annotated `torch.Tensor` and used so is a host tensor, whatever its annotation says."""
+    uses: dict[str, str] = {}
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is func
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func_expr = node.func
+            if not (isinstance(func_expr, cst.Attribute) and isinstance(func_expr.value, cst.Name)):
+                return
+            method = func_expr.attr.value
+            non_blocking = _kwarg(node, "non_blocking")
+            target = _kwarg(node, "device") or next((arg.value for arg in node.args if arg.keyword is None), None)
+            uploads = (
+                method in ("to", "cuda")
+                and isinstance(non_blocking, cst.Name)
+                and non_blocking.value == "True"
+                and (target is None or "cpu" not in _code(target).lower())
+            )
+            if (method == "numpy" and _kwarg(node, "force") is None) or method == "pin_memory" or uploads:
+                uses.setdefault(func_expr.value.value, _code(node))
+
+    func.visit(Finder())
+    return uses
+
+
 def _is_property(func: cst.FunctionDef) -> bool:
     for dec in func.decorators:
         name = dotted_name(dec.decorator) or ""
@@ -492,6 +522,7 @@ class FlowWalker:
         in_module = self.model.is_module_class(cls)
         params = func.params
         positional = [*params.posonly_params, *params.params]
+        host_uses: dict[str, str] | None = None  # found on first need: most functions never ask
         for i, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
             if i == 0 and cls is not None and name in ("self", "cls"):
@@ -507,6 +538,11 @@ class FlowWalker:
                 where = self.model.conventions.classify(name)
             if where is None and in_module and func.name.value == "forward" and i == (1 if cls is not None else 0):
                 where = device(f"{name} is an argument of nn.Module.forward", Confidence.MEDIUM)
+            if where is not None and where.on_device and where.confidence < Confidence.HIGH:
+                host_uses = _host_uses(func) if host_uses is None else host_uses
+                evidence = host_uses.get(name)
+                if evidence is not None:
+                    where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is used as a host tensor: {evidence}")
             if where is not None:
                 env[name] = where
         self.walk_block(_block(func.body), env, 0)

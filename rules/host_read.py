@@ -1,0 +1,472 @@
+"""SYNC107 host-read."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from synclint.devices import Place, Where
+from synclint.model import Confidence
+from synclint.patterns import (
+    MASK_NAME,
+    BoolTensors,
+    bool_operands,
+    in_cpu_module,
+    keyword_arg,
+    local_assignments,
+    method_call,
+    one_line,
+    parameter,
+    tensor_phrase,
+)
+from synclint.rule import Invalid, Rule, Valid
+
+# Builtins that turn a tensor into a Python number (`bool(t)` is SYNC101's).
+NUMBER_BUILTINS = ("int", "float", "complex")
+# Builtins that format a tensor's values as text.
+FORMAT_BUILTINS = ("print", "repr", "str")
+# numpy calls that build an array usable as an index (numpy's scalar results are not).
+NUMPY_ARRAY_BUILDERS = frozenset(
+    "array asarray arange nonzero flatnonzero where concatenate stack argsort sort unique cumsum repeat".split()
+)
+SEQUENCE_ANNOTATIONS = ("list", "List", "Sequence", "MutableSequence", "ndarray", "NDArray")
+ARANGE_BOUNDS = ("start", "end", "step")
+# Calls whose arguments are sizes: a GPU scalar there is read on the host through `__index__`.
+SIZE_METHODS = frozenset("repeat view reshape expand narrow new_zeros new_ones new_empty new_full".split())
+SIZED_FACTORIES = frozenset("torch.zeros torch.ones torch.empty torch.full torch.rand torch.randn".split())
+# Of these, the ones whose later arguments are not sizes (`full(size, fill_value)`).
+SIZE_FIRST_ONLY = frozenset(("new_full", "torch.full"))
+
+
+class HostRead(Rule):
+    code = "SYNC107"
+    name = "host-read"
+    summary = "A GPU value is read on the host, so the host waits for the GPU to produce it"
+    prefilter = ("torch",)
+    docs = """
+    ## What it does
+    Flags reads of a GPU tensor's values by the host: `.item()`, `.tolist()`, `.cpu()`,
+    `.to("cpu")` and `host.copy_(gpu)` without `non_blocking=True`, `.numpy(force=True)`,
+    `int(t)` and `float(t)`, `f"{t}"`, `"%s" % t`, `"{}".format(t)`, `print(t)`, `repr(t)`,
+    `str(t)`, `t.type(torch.FloatTensor)` (a CPU type), the builtins `max`/`min` over GPU
+    tensors, `x in t`, indexing a GPU tensor with a Python list, a numpy array or a CPU tensor
+    (`x[[1, 2, 3]]`, `x[cpu_idx]`, and `x[cpu_idx] = values`), slicing by a GPU scalar
+    (`x[:t]`), and a GPU scalar used as a Python number: `range(t)`, `torch.arange(t)`,
+    `torch.zeros(t)`, `x.repeat(t)`, `x.view(-1, t)`, `x.narrow(0, t, n)`.
+
+    Not flagged: these calls on host tensors, numpy arrays and lists; indexing with a GPU
+    index tensor or a CPU boolean mask (measured: it does not wait); `.to("cpu", non_blocking=True)` (it does not wait: SYNC111 checks that its
+    result is not read too early); `bool(t)` and an `.item()` tested directly by `if`/`while`
+    (SYNC101); a Python scalar written through an index (SYNC106). `x.cpu().numpy()` is one
+    wait and one finding, on the `.cpu()`. A plain `.numpy()` is not flagged: on a GPU tensor
+    it raises instead of waiting. In CPU modules (`cpu_*.py`, `ops/cpu/`) only tensors proven
+    to be on the GPU are reported.
+
+    ## Why is this bad?
+    The host needs the value now, so PyTorch copies it from the GPU, and the copy waits for
+    every kernel queued before it: the host stops feeding the GPU until the queue drains
+    (measured on an H100 with 20 ms of work queued: `t.item()`, `t.tolist()`, `int(t)`,
+    `f"{t:.3f}"`, `x.cpu()`, `x[:t]`, `torch.arange(t)`, `x[[1, 2, 3]]` and `x[cpu_idx]`
+    each return after about 20 ms; `print(t)` syncs 22 times). Python's `max(t)` iterates the
+    tensor and tests every comparison as a bool: one wait per element.
+
+    ## Example
+    ```python
+    def num_accepted_tokens(accepted: torch.Tensor) -> int:
+        return accepted.sum().item()
+    ```
+
+    ## Use instead
+    Keep the value on the GPU and pass the tensor on (`torch.where`, `clamp`, `index_select`
+    with a GPU index), or take it from a host mirror that the scheduler already keeps (vLLM
+    keeps `*_cpu` / `*_np` copies of its per-request state for this). Where the host truly
+    needs the value, read it once per step, late, and batch the reads into one `.tolist()`.
+    ```python
+    def num_accepted_tokens(num_accepted_np: np.ndarray) -> int:
+        return int(num_accepted_np.sum())
+    ```
+
+    ## Fix safety
+    There is no automatic fix: the value is needed on the host, and no rewrite can give it
+    there without waiting. The fix is a change of design (keep the computation on the GPU,
+    or read a host mirror of the value), which only its author can make.
+    """
+
+    VALID = [
+        Valid("import numpy as np\na = np.zeros(3)\nb = a.tolist()\nc = int(a[0])\nd = max(a.tolist())\n"),
+        Valid("import torch\nx = torch.zeros(3)\ny = x.cpu()\nz = x.numpy()\nw = x.tolist()\nn = x.sum().item()\n"),
+        Valid("import torch\nx = torch.zeros(3, device='cuda')\ny = x.to('cpu', non_blocking=True)\n"),
+        Valid("import torch\nt = torch.ones(1, device='cuda')\nif t.item():\n    pass\n"),
+        Valid("import torch\nt = torch.ones(1, device='cuda')\nwhile not t.item() or t.item():\n    break\n"),
+        Valid("import torch\nx = torch.zeros(3, device='cuda')\nidx = torch.arange(2, device='cuda')\ny = x[idx]\n"),
+        Valid("import torch\nx = torch.zeros(8, device='cuda')\nn = x.shape[0]\ny = x[:n]\nz = x[0]\nr = range(len(x))\n"),
+        Valid("import torch\nx = torch.zeros(8, device='cuda')\nprint(f'{x.shape} {x.dtype}', len(x), str(x.device))\n"),
+        Valid("import torch\nx = torch.zeros(8, device='cuda')\nm = max(x.shape[0], 4)\nk = max([x, x], key=len)\n"),
+        Valid(
+            "import torch\nx = torch.zeros(8, device='cuda')\nv = x.view(torch.int32).view(2, -1).repeat(2, 1)\n"
+            "z = torch.zeros(x.shape[0], device=x.device)\n"
+        ),
+        Valid("import torch\n\ndef f(x: torch.Tensor, rows: list[int]):\n    x[rows] = 0.0\n"),
+        Valid(
+            "import torch\n\ndef f(x: torch.Tensor, lens_cpu: torch.Tensor, valid_mask_cpu: torch.Tensor):\n"
+            "    return x[lens_cpu > 0], x[valid_mask_cpu]\n"
+        ),
+        Valid("import torch\nx = torch.ones(4, device='cuda')\ny = x.type(torch.cuda.FloatTensor).type(torch.float16)\n"),
+        Valid("import torch\n\ndef f(x: torch.Tensor):\n    return x.tolist()\n", filename="ops/cpu/attention.py"),
+        Valid(
+            "import torch\nx = torch.ones(4, device='cuda')\nout = torch.empty(4, pin_memory=True)\n"
+            "out.copy_(x, non_blocking=True)\nm = x.to('meta')\n"
+        ),
+        Valid("import torch\n\ndef stage(t: torch.Tensor):\n    torch.empty(4, device='cpu').copy_(t)\n"),
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\n\ndef num_accepted_tokens(accepted: torch.Tensor) -> int:\n"
+            "    return accepted.sum().item()\n",
+            confidence=Confidence.MEDIUM,
+        ),
+        Invalid("import torch\nx = torch.zeros(3, device='cuda')\nids = x.tolist()\n", confidence=Confidence.HIGH),
+        Invalid("import torch\nx = torch.zeros(3, device='cuda')\na = x.cpu().numpy()\nb = x.cpu().tolist()\n", count=2),
+        Invalid("import torch\nx = torch.zeros(3, device='cuda')\ny = x.to('cpu')\nz = x.to(device='cpu').numpy()\n", count=2),
+        Invalid("import torch\nt = torch.ones(1, device='cuda')\nif t.item() > 0:\n    pass\n"),
+        Invalid("import torch\nx = torch.ones(4, device='cuda')\nn = int(x.sum())\nf = float(x[0])\n", count=2),
+        Invalid("import torch\nx = torch.ones(4, device='cuda')\nline = f'max {x.max():.3f}'\n"),
+        Invalid("import torch\nx = torch.ones(4, device='cuda')\nprint(x)\ntext = repr(x) + str(x)\n", count=3),
+        Invalid("import torch\nx = torch.ones(4, device='cuda')\nline = 'x=%s' % x\nother = 'x={}'.format(x)\n", count=2),
+        Invalid("import torch\n\ndef longest(prompt_lens: torch.Tensor):\n    return max(prompt_lens)\n"),
+        Invalid("import torch\nx = torch.ones(4, device='cuda')\nfound = 3 in x\n"),
+        Invalid(
+            "import torch\n\ndef rows(hidden: torch.Tensor, logits_indices: list[int]):\n"
+            "    return hidden[logits_indices]\n"
+        ),
+        Invalid("import torch\nx = torch.ones(4, device='cuda')\ny = x[[0, 2]]\nz = x[:, [1, 3]]\n", count=2),
+        Invalid("import torch\nx = torch.ones(4, device='cuda')\nidx = torch.tensor([0, 2])\ny = x[idx]\n"),
+        Invalid(
+            "import numpy as np\nimport torch\nx = torch.ones(4, device='cuda')\nrows = np.array([0, 2])\n"
+            "x[rows] = torch.zeros(2, device='cuda')\n"
+        ),
+        Invalid("import torch\nmask = torch.ones(4, device='cuda')\nm = mask.type(torch.BoolTensor)\n"),
+        Invalid("import torch\nx = torch.ones(4, device='cuda')\nn = x.sum().long()\ny = x[:n]\n"),
+        Invalid(
+            "import torch\nx = torch.ones(4, device='cuda')\nt = x.max().long()\n"
+            "a = torch.arange(t, device='cuda')\nfor i in range(t):\n    pass\n",
+            count=2,
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(4, device='cuda')\nn = x.sum().long()\n"
+            "a = x.repeat(n)\nb = torch.zeros((2, n), device='cuda')\nc = x.new_full((n,), 1.0)\n",
+            count=3,
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(4, device='cuda')\nout = torch.empty(4, pin_memory=True)\nout.copy_(x)\n",
+            confidence=Confidence.HIGH,
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # `.item()` calls that SYNC101 reports as a condition.
+        self._tested_items: set[int] = set()
+        # Subscripts being assigned (to the value written) or deleted (to None).
+        self._written: dict[int, cst.BaseExpression | None] = {}
+        self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
+        self._is_bool = BoolTensors(self)
+
+    # ---- what SYNC101 already reports --------------------------------------------------
+
+    def visit_If(self, node: cst.If) -> None:
+        self._note_tested(node.test, last_is_coerced=True)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._note_tested(node.test, last_is_coerced=True)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._note_tested(node.test, last_is_coerced=True)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._note_tested(node.test, last_is_coerced=True)
+
+    def visit_CompIf(self, node: cst.CompIf) -> None:
+        self._note_tested(node.test, last_is_coerced=True)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        self._note_tested(node, last_is_coerced=False)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Not):
+            self._note_tested(node, last_is_coerced=True)
+
+    def _note_tested(self, test: cst.BaseExpression, last_is_coerced: bool) -> None:
+        for operand in bool_operands(test, last_is_coerced):
+            if method_call(operand, "item") is not None:
+                self._tested_items.add(id(operand))
+
+    # ---- subscripts being written --------------------------------------------------------
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._note_written(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._note_written(node.target, node.value)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._note_written(node.target, None)
+
+    def _note_written(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Subscript):
+            self._written[id(target)] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._note_written(element.value, None)
+
+    # ---- calls -------------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Name):
+            self._check_builtin(node, func.value)
+        elif isinstance(func, cst.Attribute):
+            qual = self.qualname(func)
+            if qual in ("torch.arange", "torch.range"):
+                bounds = [a.value for a in node.args if a.keyword is None or a.keyword.value in ARANGE_BOUNDS]
+                self._check_host_numbers(node, bounds, "a bound")
+            elif qual in SIZED_FACTORIES:
+                self._check_host_numbers(node, _size_arguments(node, first_only=qual in SIZE_FIRST_ONLY), "a size")
+            elif qual is None and func.attr.value in SIZE_METHODS:
+                sizes = _size_arguments(node, first_only=func.attr.value in SIZE_FIRST_ONLY)
+                self._check_host_numbers(node, sizes, "a size")
+            elif qual is None:
+                self._check_method(node, func)
+
+    def _check_builtin(self, call: cst.Call, name: str) -> None:
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if name == "bool" and len(positional) == 1:
+            self._note_tested(positional[0], last_is_coerced=True)
+        elif name in NUMBER_BUILTINS and len(positional) == 1:
+            self._report_operand(call, positional[0], "reads a GPU value as a Python number")
+        elif name in FORMAT_BUILTINS:
+            for value in positional:
+                where = self.where(value)
+                if where.on_device:
+                    self._report(call, where, f"formats {self._named(value, where)} as text on the host")
+                    return
+        elif name in ("max", "min") and positional and keyword_arg(call, "key") is None:
+            for value in positional:
+                where = self.where(value)
+                if where.on_device:
+                    self._report(call, where, "compares GPU values in Python, one wait per comparison")
+                    return
+        elif name == "range":
+            self._check_host_numbers(call, positional, "a bound")
+
+    def _check_method(self, call: cst.Call, func: cst.Attribute) -> None:
+        method = func.attr.value
+        receiver = func.value
+        if method in ("item", "tolist", "cpu") and id(call) not in self._tested_items:
+            self._report_operand(call, receiver, f"copies {'the values' if method != 'item' else 'a value'} to the host")
+        elif method == "numpy" and _is_true(keyword_arg(call, "force")):
+            self._report_operand(call, receiver, "copies the values to the host")
+        elif method == "to" and not _is_true(keyword_arg(call, "non_blocking")):
+            if self.where(call).place is Place.HOST_TENSOR and not _to_meta(call):
+                self._report_operand(call, receiver, "is a blocking device-to-host copy")
+        elif method == "type" and call.args and _is_host_tensor_type(self.qualname(call.args[0].value)):
+            self._report_operand(call, receiver, "is a blocking device-to-host copy (a CPU tensor type)")
+        elif method == "copy_" and call.args and not _is_true(keyword_arg(call, "non_blocking")):
+            # Only a proven CUDA source: a tensor of unknown device copied into a host buffer
+            # is as often host data staged into pinned memory.
+            source = self.where(call.args[0].value)
+            if self.where(receiver).place is Place.HOST_TENSOR and source.on_device and source.confidence >= Confidence.HIGH:
+                self._report(call, source, "is a blocking copy into host memory")
+        elif method == "format" and isinstance(receiver, (cst.SimpleString, cst.ConcatenatedString)):
+            for arg in call.args:
+                where = self.where(arg.value)
+                if where.on_device:
+                    self._report(call, where, f"formats {self._named(arg.value, where)} as text on the host")
+                    return
+
+    def _check_host_numbers(self, call: cst.Call, values: list[cst.BaseExpression], role: str) -> None:
+        """`range(t)`, `torch.arange(t)`, `x.repeat(t)`: the host needs each value as a Python number."""
+        for value in values:
+            where = self.where(value)
+            if where.on_device:
+                self._report(call, where, f"needs the GPU scalar `{one_line(self.code_of(value))}` on the host as {role}")
+                return
+
+    # ---- formatting --------------------------------------------------------------------
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        where = self.where(node.expression)
+        if where.on_device:
+            self.report_where(
+                node.expression,
+                f"an f-string formats {self._named(node.expression, where)} as text on the host; "
+                "the host waits for the GPU",
+                where,
+            )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Modulo):
+            return
+        if not isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return
+        values = [e.value for e in node.right.elements] if isinstance(node.right, cst.Tuple) else [node.right]
+        for value in values:
+            where = self.where(value)
+            if where.on_device:
+                self._report(node, where, f"formats {self._named(value, where)} as text on the host")
+                return
+
+    # ---- `x in t`, indexing, slicing ---------------------------------------------------
+
+    def visit_ComparisonTarget(self, node: cst.ComparisonTarget) -> None:
+        if isinstance(node.operator, (cst.In, cst.NotIn)):
+            where = self.where(node.comparator)
+            if where.on_device:
+                text = one_line(self.code_of(node.comparator))
+                self.report_where(
+                    node.comparator,
+                    f"`in` searches `{text}`, which {tensor_phrase(where)}, from Python; the host waits for the GPU",
+                    where,
+                )
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Slice):
+                for bound in (index.lower, index.upper, index.step):
+                    if bound is not None and self._report_slice_bound(node, bound):
+                        return
+        if id(node) in self._written:
+            # A tensor written through a host index copies the index too; a Python scalar
+            # written into one element is SYNC106's.
+            written = self._written[id(node)]
+            if written is None or not self.where(written).is_tensor:
+                return
+        indexed = self.where(node.value)
+        if not indexed.on_device:
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and self._is_host_index(index.value):
+                text = one_line(self.code_of(node))
+                self.report_where(
+                    node,
+                    f"`{text}` indexes a GPU tensor with the host index `{one_line(self.code_of(index.value))}`: "
+                    "its blocking copy to the GPU waits for the GPU",
+                    indexed,
+                )
+                return
+
+    def _report_slice_bound(self, node: cst.Subscript, bound: cst.BaseExpression) -> bool:
+        where = self.where(bound)
+        if not where.on_device:
+            return False
+        self.report_where(
+            node,
+            f"`{one_line(self.code_of(node))}` slices by the GPU scalar `{one_line(self.code_of(bound))}`; "
+            "Python reads it on the host, which waits for the GPU",
+            where,
+        )
+        return True
+
+    def _is_host_index(self, index: cst.BaseExpression) -> bool:
+        """A CPU integer tensor, a list or a numpy array: an index that must be copied to the GPU.
+
+        A CPU boolean mask does not wait (measured): PyTorch takes its positions on the host."""
+        where = self.where(index)
+        if where.place is Place.HOST_TENSOR:
+            return not self._is_bool(index) and not _named_like_a_mask(index)
+        return where.place is Place.HOST and not where.is_none and self._is_host_sequence(index)
+
+    def _is_host_sequence(self, expr: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether `expr` is syntactically a list or a numpy array (not a Python int)."""
+        if isinstance(expr, (cst.List, cst.ListComp)):
+            return True
+        if isinstance(expr, cst.Call):
+            qual = self.qualname(expr.func) or ""
+            if qual.startswith("numpy.") and qual.rsplit(".", 1)[-1] in NUMPY_ARRAY_BUILDERS:
+                return True
+            if isinstance(expr.func, cst.Name) and expr.func.value in ("list", "sorted"):
+                return True
+            return method_call(expr, "tolist", "numpy") is not None
+        if isinstance(expr, cst.Name) and expr.value not in seen:
+            return self._name_is_sequence(expr.value, seen | {expr.value})
+        return False
+
+    def _name_is_sequence(self, name: str, seen: frozenset[str]) -> bool:
+        """A parameter annotated as a sequence, or a name whose every assignment in scope is one."""
+        scope = self.ctx.scopes[-1]
+        param = parameter(scope, name) if isinstance(scope, cst.FunctionDef) else None
+        if param is not None:
+            return param.annotation is not None and _is_sequence_annotation(param.annotation.annotation)
+        if id(scope) not in self._assignments:
+            self._assignments[id(scope)] = local_assignments(scope)
+        values = self._assignments[id(scope)].get(name, [])
+        return bool(values) and all(value is not None and self._is_host_sequence(value, seen) for value in values)
+
+    # ---- reporting ---------------------------------------------------------------------
+
+    def report_where(self, node: cst.CSTNode, message: str, where: Where, fix=None) -> None:
+        if where.confidence < Confidence.HIGH and in_cpu_module(self.ctx.relpath):
+            return  # CPU kernels: a tensor of unknown device there is a host tensor
+        super().report_where(node, message, where, fix)
+
+    def _report_operand(self, node: cst.CSTNode, operand: cst.BaseExpression, what: str) -> None:
+        where = self.where(operand)
+        if where.on_device:
+            self._report(node, where, what)
+
+    def _report(self, node: cst.CSTNode, where: Where, what: str) -> None:
+        self.report_where(node, f"`{one_line(self.code_of(node))}` {what}; the host waits for the GPU", where)
+
+    def _named(self, value: cst.BaseExpression, where: Where) -> str:
+        if where.confidence >= Confidence.HIGH:
+            return f"the CUDA tensor `{one_line(self.code_of(value))}`"
+        return f"the tensor `{one_line(self.code_of(value))}`"
+
+
+def _is_true(value: cst.BaseExpression | None) -> bool:
+    """Whether an argument may be true: anything but an absent, `False` or `0` value."""
+    if value is None:
+        return False
+    if isinstance(value, cst.Name):
+        return value.value != "False"
+    if isinstance(value, cst.Integer):
+        return value.value != "0"
+    return True
+
+
+def _size_arguments(call: cst.Call, first_only: bool) -> list[cst.BaseExpression]:
+    """The size arguments of `x.view(a, b)`, `x.view((a, b))`, `torch.zeros(n, device=d)`, ..."""
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    size = keyword_arg(call, "size")
+    chosen = [size] if size is not None else positional[:1] if first_only else positional
+    sizes: list[cst.BaseExpression] = []
+    for value in chosen:
+        if isinstance(value, (cst.Tuple, cst.List)):
+            sizes.extend(element.value for element in value.elements if not isinstance(element, cst.StarredElement))
+        else:
+            sizes.append(value)
+    return sizes
+
+
+def _named_like_a_mask(expr: cst.BaseExpression) -> bool:
+    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+    return bool(MASK_NAME.search(name))
+
+
+def _is_host_tensor_type(qual: str | None) -> bool:
+    """`torch.FloatTensor`, `torch.BoolTensor`, ...: the legacy CPU tensor types."""
+    return qual is not None and qual.startswith("torch.") and qual.count(".") == 1 and qual.endswith("Tensor")
+
+
+def _to_meta(call: cst.Call) -> bool:
+    """`.to("meta")`: a tensor without data, not a copy."""
+    target = keyword_arg(call, "device") or next((a.value for a in call.args if a.keyword is None), None)
+    return isinstance(target, cst.SimpleString) and target.evaluated_value == "meta"
+
+
+def _is_sequence_annotation(annotation: cst.BaseExpression) -> bool:
+    head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+    last = head.attr.value if isinstance(head, cst.Attribute) else head.value if isinstance(head, cst.Name) else ""
+    return last in SEQUENCE_ANNOTATIONS

@@ -1,0 +1,158 @@
+"""SYNC107 host-read: the device-model facts it relies on, and where it stops."""
+
+from __future__ import annotations
+
+from synclint.model import Confidence
+from synclint.rules.host_read import HostRead
+from synclint.rules.sync_in_condition import SyncInCondition
+from synclint.testing import check_snippet
+
+
+def messages(code: str) -> list[str]:
+    return [f.message for f in check_snippet(HostRead, code)]
+
+
+def test_enumerate_index_is_a_python_int_not_a_gpu_scalar():
+    code = (
+        "import torch\n\ndef f(rows: torch.Tensor):\n"
+        "    for i, row in enumerate(rows):\n        head = rows[:i]\n"
+    )
+    assert messages(code) == []
+
+
+def test_enumerate_element_is_still_a_gpu_scalar():
+    code = (
+        "import torch\n\ndef f(rows: torch.Tensor, out: torch.Tensor):\n"
+        "    for i, n in enumerate(rows):\n        head = out[:n]\n"
+    )
+    assert len(messages(code)) == 1
+
+
+def test_zip_binds_each_position_from_its_own_iterable():
+    code = (
+        "import torch\n\ndef f(lens: torch.Tensor, names: list[str], out: torch.Tensor):\n"
+        "    for name, n in zip(names, lens):\n        text = f'{name}'\n        head = out[:n]\n"
+    )
+    found = messages(code)
+    assert len(found) == 1 and "`out[:n]`" in found[0]
+
+
+def test_registered_buffer_is_on_the_device_so_indexing_with_it_does_not_wait():
+    code = (
+        "import torch\nfrom torch import nn\n\nclass Head(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('idxs', torch.tensor([0, 2]))\n\n"
+        "    def forward(self, x: torch.Tensor):\n        return x[:, self.idxs]\n"
+    )
+    assert messages(code) == []
+
+
+def test_unregistered_cpu_index_tensor_waits():
+    code = (
+        "import torch\nfrom torch import nn\n\nclass Head(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.idxs = torch.tensor([0, 2])\n\n"
+        "    def forward(self, x: torch.Tensor):\n        return x[:, self.idxs]\n"
+    )
+    found = check_snippet(HostRead, code)
+    assert len(found) == 1 and found[0].confidence == Confidence.MEDIUM
+
+
+def test_item_tested_by_if_is_reported_once_by_sync101_only():
+    code = "import torch\nt = torch.ones(1, device='cuda')\nif t.item():\n    pass\nok = bool(t.item())\n"
+    assert check_snippet(HostRead, code) == []
+    assert len(check_snippet(SyncInCondition, code)) == 2
+
+
+def test_item_compared_in_a_condition_is_host_read():
+    code = "import torch\nt = torch.ones(1, device='cuda')\nif t.item() > 0:\n    pass\n"
+    assert check_snippet(SyncInCondition, code) == []
+    assert len(messages(code)) == 1
+
+
+def test_cpu_then_numpy_is_one_wait():
+    code = "import torch\nx = torch.ones(4, device='cuda')\na = x.cpu().numpy()\nb = x.detach().cpu().tolist()\n"
+    found = messages(code)
+    assert len(found) == 2 and all("`.cpu()`" not in m and ".cpu()`" in m for m in found)
+
+
+def test_plain_numpy_on_a_tensor_is_not_a_wait_but_force_is():
+    code = (
+        "import torch\n\ndef f(x: torch.Tensor):\n    return x.numpy()\n\n"
+        "def g(x: torch.Tensor):\n    return x.numpy(force=True)\n"
+    )
+    found = messages(code)
+    assert len(found) == 1 and "force=True" in found[0]
+
+
+def test_list_index_is_flagged_but_an_int_index_is_not():
+    code = (
+        "import torch\nx = torch.ones(8, device='cuda')\n\ndef f(n: int):\n"
+        "    rows = [0, n]\n    a = x[rows]\n    b = x[n]\n    c = x[rows[0]]\n"
+    )
+    found = messages(code)
+    assert len(found) == 1 and "`x[rows]`" in found[0]
+
+
+def test_name_that_is_sometimes_an_int_is_not_a_list_index():
+    code = (
+        "import torch\nx = torch.ones(8, device='cuda')\n\ndef f(flag: bool):\n"
+        "    rows = [0, 1]\n    if flag:\n        rows = 3\n    return x[rows]\n"
+    )
+    assert messages(code) == []
+
+
+def test_writes_through_a_list_index_are_not_reads():
+    code = "import torch\nx = torch.ones(8, device='cuda')\nx[[0, 1]] = 0.0\ndel x[[2]]\n"
+    assert messages(code) == []
+
+
+def test_protocol_methods_do_not_make_tensors():
+    code = (
+        "import torch\n\ndef names(t: torch.Tensor):\n"
+        "    for attr in t.__tensor_flatten__()[0]:\n        yield f'{attr}'\n"
+    )
+    assert messages(code) == []
+
+
+def test_to_meta_and_non_blocking_to_cpu_do_not_wait():
+    code = (
+        "import torch\nx = torch.ones(4, device='cuda')\na = x.to('meta')\n"
+        "b = x.to('cpu', non_blocking=True)\nc = x.to('cpu', non_blocking=False)\n"
+    )
+    found = messages(code)
+    assert len(found) == 1 and "non_blocking=False" in found[0]
+
+
+def test_builtin_max_with_a_key_compares_host_values():
+    code = "import torch\n\ndef f(xs: torch.Tensor, n: int):\n    a = max(xs, key=len)\n    b = max(xs)\n    c = max(n, 2)\n"
+    found = messages(code)
+    assert len(found) == 1 and "`max(xs)`" in found[0]
+
+
+def test_multiline_expression_gives_a_one_line_message():
+    code = "import torch\nx = torch.ones(4, device='cuda')\nv = (\n    x\n    .sum()\n    .item()\n)\n"
+    (message,) = messages(code)
+    assert "\n" not in message and "`(x.sum().item())`" in message
+
+
+def test_class_attributes_do_not_depend_on_which_method_is_asked_first():
+    # The rule asks about `print(self.size)` inside __init__ first, while __init__ is
+    # still being walked; `self.seq_lens`, assigned later in __init__, must still be known in f.
+    code = (
+        "import torch\n\nclass Runner:\n    def __init__(self, device, config):\n        self.device = device\n"
+        "        self.config = config\n        self.size = self.config\n        print(self.size)\n"
+        "        self.seq_lens = torch.zeros(8, device=self.device)\n\n"
+        "    def f(self, n: int):\n        for i in range(n):\n            ids = torch.arange(self.seq_lens[i])\n"
+    )
+    found = messages(code)
+    assert len(found) == 1 and "torch.arange(self.seq_lens[i])" in found[0]
+
+
+def test_parameter_the_function_itself_uploads_is_a_host_tensor():
+    code = (
+        "import torch\n\ndef build(qo_indptr: torch.Tensor, lens: torch.Tensor, device):\n"
+        "    gpu = qo_indptr.to(device, non_blocking=True)\n"
+        "    a = int((qo_indptr[1:] - qo_indptr[:-1]).max())\n    b = int(lens.max())\n"
+    )
+    found = messages(code)
+    assert len(found) == 1 and "lens.max()" in found[0]
