@@ -262,7 +262,10 @@ class HostRead(Rule):
     def _check_method(self, call: cst.Call, func: cst.Attribute) -> None:
         method = func.attr.value
         receiver = func.value
-        if method in ("item", "tolist", "cpu") and id(call) not in self._tested_items:
+        if method == "cpu" and self._moved_off_an_unknown_device(receiver):
+            where = Where(Place.DEVICE, Confidence.MEDIUM, f"`.cpu()` moves {one_line(self.code_of(receiver))} to the host, so it is a tensor, likely on the GPU")
+            self._report(call, where, "copies the values to the host")
+        elif method in ("item", "tolist", "cpu") and id(call) not in self._tested_items:
             self._report_operand(call, receiver, f"copies {'the values' if method != 'item' else 'a value'} to the host")
         elif method == "numpy" and _is_true(keyword_arg(call, "force")):
             self._report_operand(call, receiver, "copies the values to the host")
@@ -410,6 +413,18 @@ class HostRead(Rule):
         if where.confidence < Confidence.HIGH and in_cpu_module(self.ctx.relpath):
             return  # CPU kernels: a tensor of unknown device there is a host tensor
         super().report_where(node, message, where, fix)
+
+    def _moved_off_an_unknown_device(self, receiver: cst.BaseExpression) -> bool:
+        """`obj.field.cpu()` where nothing is known of `field`: code copies to the host what is not there.
+
+        Modules (`model.cpu()`) are the exception, so only data-like names count.
+        """
+        if self.where(receiver).place is not Place.UNKNOWN or in_cpu_module(self.ctx.relpath):
+            return False
+        name = receiver.attr.value if isinstance(receiver, cst.Attribute) else getattr(receiver, "value", "")
+        if not isinstance(name, str) or not name or name == "self":
+            return False
+        return not any(word in name.lower() for word in ("model", "module", "layer", "net", "self", "cls"))
 
     def _report_operand(self, node: cst.CSTNode, operand: cst.BaseExpression, what: str) -> None:
         where = self.where(operand)

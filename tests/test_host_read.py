@@ -156,3 +156,17 @@ def test_parameter_the_function_itself_uploads_is_a_host_tensor():
     )
     found = messages(code)
     assert len(found) == 1 and "lens.max()" in found[0]
+
+
+def test_cpu_of_a_field_of_unknown_device_is_a_medium_host_read():
+    # vLLM 0.19.1 flashmla_sparse.py: `common_attn_metadata.seq_lens.cpu()` (PR #40654 removed it).
+    code = (
+        "import torch\n\n"
+        "def build(common_attn_metadata: CommonAttentionMetadata, model):\n"
+        "    seq_lens_cpu = common_attn_metadata.seq_lens.cpu()\n"
+        "    model.cpu()\n"
+        "    return seq_lens_cpu\n"
+    )
+    findings = check_snippet(HostRead, code)
+    assert [(f.location.row, f.confidence) for f in findings] == [(4, Confidence.MEDIUM)]
+    assert "`.cpu()` moves common_attn_metadata.seq_lens to the host" in findings[0].because
