@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-exclude", type=lambda s: [p for p in s.split(",") if p], help="more globs to skip")
     check.add_argument("--force-exclude", action="store_true", help="apply excludes to files named on the command line")
     check.add_argument("--no-respect-gitignore", action="store_true", help="also check files that .gitignore names")
+    check.add_argument("--runtime-report", type=Path,
+                       help="a `pytest --sync-report` file: mark findings the run confirmed, list syncs no rule found")
     check.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: the CPU count)")
     check.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
@@ -126,6 +128,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.diff:
         return _report_diff(run, args)
     findings = run.findings
+    missed = []
+    if args.runtime_report is not None:
+        from synclint.runtime import RuntimeReportError, confirm, load_sites
+
+        try:
+            findings, missed = confirm(findings, load_sites(args.runtime_report), cwd)
+        except RuntimeReportError as exc:
+            print(f"synclint: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     stream, close = sys.stdout, False
     if args.output_file is not None:
         try:
@@ -146,6 +157,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     finally:
         if close:
             stream.close()
+    if missed:
+        print(f"synclint: {len(missed)} sync site(s) seen at runtime that no rule found:", file=sys.stderr)
+        for site in missed:
+            print(f"  {site.shown(cwd)}: {site.op} ({site.count}x)", file=sys.stderr)
     if args.fix:
         _print_fix_summary(run, findings)
     for problem in run.problems:

@@ -75,6 +75,7 @@ class Finding:
     because: str | None = None  # why synclint believes the value is on the device
     fix: Fix | None = None
     noqa_row: int | None = None
+    runtime_syncs: int | None = None  # with --runtime-report: syncs a test run saw on these lines
     source_line: str = field(default="", compare=False)
 
     @property

@@ -40,6 +40,7 @@ def finding_to_json(f: Finding) -> dict:
         "confidence": str(f.confidence),
         "context": f.context,
         "because": f.because,
+        **({} if f.runtime_syncs is None else {"runtime_syncs": f.runtime_syncs}),
     }
 
 

@@ -52,6 +52,8 @@ def write_text(findings: list[Finding], stream: TextIO, color: bool | None = Non
             console.print(f"[blue]{' ' * gutter} |[/]")
             console.print(f"[blue]{f.location.row} |[/] {escape(line)}")
             console.print(f"[blue]{' ' * gutter} |[/] {' ' * start}[bold red]{'^' * width}[/] [red]{f.code}[/]")
+            if f.runtime_syncs:
+                console.print(f"[blue]{' ' * gutter} =[/] [green]confirmed[/]: a test run saw {f.runtime_syncs} sync(s) here")
             if f.because:
                 console.print(f"[blue]{' ' * gutter} =[/] [cyan]because[/]: {escape(f.because)} ({f.confidence} confidence)")
             console.print()

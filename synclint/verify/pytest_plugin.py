@@ -154,7 +154,7 @@ class SyncCheck:
                                         + (f"; {self.allowed} more in allowed regions" if self.allowed else ""))
         if self.report is not None:
             data = {"simulated": simulated, "device": None if self.detector is None else self.detector.kind,
-                    "allowed": self.allowed, "sites": sites}
+                    "root": str(self.config.rootpath), "allowed": self.allowed, "sites": sites}
             self.report.parent.mkdir(parents=True, exist_ok=True)
             self.report.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
             terminalreporter.write_line(f"sync sites written to {self.report}")
