@@ -10,7 +10,6 @@ import importlib
 import importlib.util
 import inspect
 import pkgutil
-import sys
 import types
 from functools import lru_cache
 from pathlib import Path
@@ -20,18 +19,6 @@ from synclint.rule import Rule, validate_rule_class
 
 class RuleLoadError(Exception):
     """A rule module could not be imported or declares a malformed rule."""
-
-
-def _builtin_package() -> types.ModuleType:
-    try:
-        return importlib.import_module("synclint.rules")
-    except ModuleNotFoundError:
-        # Running from a checkout that was not installed: the rules sit beside the package.
-        folder = Path(__file__).resolve().parent.parent / "rules"
-        package = types.ModuleType("synclint.rules")
-        package.__path__ = [str(folder)]
-        sys.modules["synclint.rules"] = package
-        return package
 
 
 def _rules_in(module: types.ModuleType) -> list[type[Rule]]:
@@ -44,7 +31,7 @@ def _rules_in(module: types.ModuleType) -> list[type[Rule]]:
 
 @lru_cache(maxsize=None)
 def builtin_rules() -> tuple[type[Rule], ...]:
-    package = _builtin_package()
+    package = importlib.import_module("synclint.rules")
     rules: list[type[Rule]] = []
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
