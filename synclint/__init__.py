@@ -25,6 +25,7 @@ def _checkout_rules() -> None:
     spec = importlib.util.spec_from_file_location("synclint.rules", init, submodule_search_locations=[folder])
     module = importlib.util.module_from_spec(spec)
     sys.modules["synclint.rules"] = module
+    globals()["rules"] = module
     spec.loader.exec_module(module)
 
 
