@@ -155,7 +155,8 @@ def test_off_unless_asked_and_then_imports_no_torch(tmp_path):
     proc = run_pytest(tmp_path, "test_plain.py", entry_point=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "GPU<->CPU sync sites" not in proc.stdout
-    assert "plugins: synclint-entry-point-probe" in proc.stdout  # loaded through the entry point
+    # Loaded through an entry point: the probe's, or the installed synclint's where pip installed it.
+    assert re.search(r"^plugins: .*synclint", proc.stdout, re.MULTILINE), proc.stdout
     help_text = run_pytest(tmp_path, "--help", entry_point=True).stdout
     assert "--sync-check={off,warn,error}" in help_text and "--sync-report=FILE" in help_text
 
