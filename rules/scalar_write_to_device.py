@@ -446,6 +446,12 @@ class ScalarWriteToDevice(Rule):
 
     # ---- the fix for a write in a loop ---------------------------------------------------
 
+
+    def _value_code(self, value: cst.BaseExpression) -> str:
+        """The written value as an argument: without the parentheses that only wrapped its lines."""
+        bare = value.with_changes(lpar=[], rpar=[]) if getattr(value, "lpar", None) else value
+        text = self.code_of(bare)
+        return self.code_of(value) if "\n" in text else text
     def _collect_then_index_put(self, assign: cst.Assign, target: cst.Subscript, kinds: list[Index]) -> Replacement | None:
         """`for ...: t[i, j] = c` -> collect i and j in host lists, then one `index_put_`."""
         line = self._line_of.get(id(assign))
@@ -492,7 +498,7 @@ class ScalarWriteToDevice(Rule):
         write_all = cst.parse_statement(
             f"if {lists[0]}:{module.default_newline}{copies}"
             f"{indent}{receiver}.index_put_({index_tuple}, "
-            f"{receiver}.new_full((len({lists[0]}),), {self.code_of(assign.value)}))",
+            f"{receiver}.new_full((len({lists[0]}),), {self._value_code(assign.value)}))",
             config,
         )
         return Replacement(

@@ -159,3 +159,20 @@ def test_loop_fix_is_not_offered_for_gpu_positions():
     )
     found = findings(code)
     assert len(found) == 1 and found[0].fix is None
+
+
+def test_fix_writes_a_value_wrapped_over_lines_on_one_line():
+    # vLLM 0.21.0 thinking_budget_state.py wraps the forced token id in parentheses over three lines.
+    code = (
+        "import torch\n\n"
+        "def force(ids: list[int], tokens: list[int], k: int):\n"
+        "    out = torch.zeros(8, dtype=torch.long, device='cuda')\n"
+        "    for i in ids:\n"
+        "        out[i] = (\n"
+        "            tokens[k]\n"
+        "        )\n"
+        "    return out\n"
+    )
+    fixed = fix_snippet(ScalarWriteToDevice, code)
+    assert "out.new_full((len(" in fixed and "), tokens[k]))\n" in fixed
+    compile(fixed, "example.py", "exec")
