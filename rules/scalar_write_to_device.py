@@ -11,6 +11,8 @@ import libcst.matchers as m
 from synclint.devices import Place, dotted_name
 from synclint.model import Applicability, Confidence
 from synclint.patterns import (
+    MASK_NAME,
+    in_cpu_module,
     local_assignments,
     method_call,
     one_line,
@@ -32,7 +34,6 @@ class Index(enum.Enum):
 
 
 # Names that say a value is a bool mask, or a collection of positions.
-MASK_NAME = re.compile(r"mask|^(is|has|no|not|keep|valid|invalid|done|finished|skip)(_|$)", re.IGNORECASE)
 POSITION_NAME = re.compile(r"(idx|index|indices|ids|id|pos|position|positions|slot|slots)$", re.IGNORECASE)  # mask_idx
 SEQUENCE_NAME = re.compile(r"(ids|indices|idxs|tokens|positions|_list)$", re.IGNORECASE)
 # Lists of Python numbers, by their names: their elements are scalars (`tensor_list[i]` is not).
@@ -50,8 +51,6 @@ SCALAR_METHODS = frozenset("item size stride numel dim element_size data_ptr get
 SCALAR_ANNOTATIONS = frozenset("int float bool".split())
 # Builtins whose result is a collection: as an index, advanced indexing.
 SEQUENCE_BUILTINS = frozenset("list tuple sorted range set".split())
-# A path part naming CPU code: there, a tensor of unknown device is a host tensor.
-CPU_MODULE = re.compile(r"(^|[/_])cpu([/_.]|$)")
 
 SEED_BEFORE = """\
 import torch
@@ -238,7 +237,7 @@ class ScalarWriteToDevice(Rule):
         tensor = self.where(target.value)
         if not tensor.on_device:
             return
-        if tensor.confidence < Confidence.HIGH and CPU_MODULE.search(self.ctx.relpath):
+        if tensor.confidence < Confidence.HIGH and in_cpu_module(self.ctx.relpath):
             return  # a module of CPU kernels: tensors of unknown device are host tensors
         value = self.where(assign.value)
         confidence = tensor.confidence
