@@ -194,5 +194,5 @@ class SyncInCondition(Rule):
         if item is not None:
             message = f"`{text}` copies a GPU value to the host to test it; the host waits for the GPU"
         else:
-            message = f"`{text}` {tensor_phrase(where)} used as a Python bool; the host waits for the GPU"
+            message = f"`{text}` {tensor_phrase(where)}, used as a Python bool; the host waits for the GPU"
         self.report_where(operand, message, where, fix=fix)

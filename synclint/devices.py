@@ -232,10 +232,6 @@ class FunctionFacts:
     final_env: Env = field(default_factory=dict)
 
 
-def _is_tensor_annotation(qual: str | None, text: str) -> bool:
-    return (qual or "").startswith("torch.") and "Tensor" in (qual or "") or text in ("Tensor", "torch.Tensor")
-
-
 class DeviceModel:
     """Answers where a value lives, for one module."""
 

@@ -20,7 +20,6 @@ def bool_operands(expr: cst.BaseExpression, last_is_coerced: bool = True) -> Ite
     `a and b` tests `a`, and tests `b` only where the whole is itself tested (in `if`,
     `while`, `assert`, ...); in `y = a and b`, `b` is returned as it is. `not a` tests `a`.
     """
-    expr = _unparen(expr)
     if isinstance(expr, cst.BooleanOperation):
         yield from bool_operands(expr.left, True)
         yield from bool_operands(expr.right, last_is_coerced)
@@ -32,7 +31,6 @@ def bool_operands(expr: cst.BaseExpression, last_is_coerced: bool = True) -> Ite
 
 def logical_nodes(expr: cst.BaseExpression) -> Iterator[cst.CSTNode]:
     """The `and`/`or`/`not` nodes at the top of a test, which `bool_operands` already covers."""
-    expr = _unparen(expr)
     if isinstance(expr, cst.BooleanOperation):
         yield expr
         yield from logical_nodes(expr.left)
@@ -40,10 +38,6 @@ def logical_nodes(expr: cst.BaseExpression) -> Iterator[cst.CSTNode]:
     elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
         yield expr
         yield from logical_nodes(expr.expression)
-
-
-def _unparen(expr: cst.BaseExpression) -> cst.BaseExpression:
-    return expr
 
 
 def tensor_phrase(where: Where) -> str:
