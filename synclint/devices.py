@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -158,6 +159,16 @@ class NameConventions:
         return None
 
 
+# Files whose code runs on the host, by their path: CPU kernels (`cpu_mla.py`, `ops/cpu/`) and
+# multimodal processors (`transformers_utils/processors/`, `*processing*.py`, `mm_preprocess.py`),
+# which prepare model inputs on the CPU. There a tensor of unknown device is a host tensor.
+HOST_CODE_PATH = re.compile(r"(^|[/_])cpu([/_.]|$)|(^|/)processors?/|(^|/)[^/]*(processing|preprocess)[^/]*\.py$")
+
+
+def is_host_code_path(relpath: str) -> bool:
+    return bool(HOST_CODE_PATH.search(relpath))
+
+
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """`a.b.c` for a chain of names and attributes, else None."""
     parts: list[str] = []
@@ -235,8 +246,9 @@ class FunctionFacts:
 class DeviceModel:
     """Answers where a value lives, for one module."""
 
-    def __init__(self, module: cst.Module, conventions: NameConventions | None = None) -> None:
+    def __init__(self, module: cst.Module, conventions: NameConventions | None = None, host_code: bool = False) -> None:
         self.module = module
+        self.host_code = host_code  # the file runs on the host (is_host_code_path)
         self.conventions = conventions or NameConventions()
         self.imports = ImportTable()
         self.functions: dict[str, cst.FunctionDef] = {}
@@ -532,7 +544,7 @@ class FlowWalker:
                     where = None
             if where is None:
                 where = self.model.conventions.classify(name)
-            if where is None and in_module and func.name.value == "forward" and i == (1 if cls is not None else 0):
+            if where is None and in_module and not self.model.host_code and func.name.value == "forward" and i == (1 if cls is not None else 0):
                 where = device(f"{name} is an argument of nn.Module.forward", Confidence.MEDIUM)
             if where is not None and where.on_device and where.confidence < Confidence.HIGH:
                 host_uses = _host_uses(func) if host_uses is None else host_uses
@@ -969,15 +981,13 @@ class Evaluator:
             text = _code(arg)
             if "cpu" in text.lower():
                 return host_tensor(text)
+            if self.model.host_code:
+                return UNKNOWN  # host-side code: a device variable there is as often the CPU
             return device(text, Confidence.MEDIUM if owner.place is Place.UNKNOWN else Confidence.HIGH)
         text = _code(arg)
         if "cpu" in text.lower() or "host" in text.lower():
             return host_tensor(text)
-        if isinstance(arg, (cst.Name, cst.Attribute)):
-            known = self.eval(arg)
-            if known.on_host and not known.is_none and isinstance(arg, cst.Name) and arg.value in self.env:
-                # A variable holding a string such as "cuda" or "cpu" is not traced further.
-                pass
+        if isinstance(arg, (cst.Name, cst.Attribute)) and not self.model.host_code:
             lowered = text.lower()
             if "device" in lowered or "cuda" in lowered or "gpu" in lowered or lowered in ("dev", "self.dev"):
                 return device(text)
@@ -1035,6 +1045,8 @@ class Evaluator:
             by_name = self.model.conventions.classify(name)
             if by_name is not None:
                 return Where(Place.HOST_TENSOR, Confidence.MEDIUM, by_name.because) if by_name.on_host else by_name
+            if self.model.host_code:
+                return Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a tensor in host-side code")
             return device(f"{name} is annotated torch.Tensor", Confidence.MEDIUM)
         if qual.startswith("numpy.") or last in ("int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set"):
             return HOST

@@ -16,7 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from synclint.config import Settings
-from synclint.devices import DeviceModel, NameConventions, Where, dotted_name
+from synclint.devices import DeviceModel, NameConventions, Where, dotted_name, is_host_code_path
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
 from synclint.rule import Replacement, Report, Rule
@@ -64,7 +64,7 @@ class FileContext:
                 host=settings.host_name_patterns if settings.host_name_patterns is not None else conventions.host,
                 device=settings.device_name_patterns if settings.device_name_patterns is not None else conventions.device,
             )
-        self.devices = DeviceModel(module, conventions)
+        self.devices = DeviceModel(module, conventions, host_code=is_host_code_path(relpath))
         self.reports: list[tuple[Rule, Report]] = []
         self.in_test_file = is_test_path(relpath)
         # Traversal state, kept by the batched visitor.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from synclint.devices import Where, device
+from synclint.devices import Where, device, is_host_code_path
 
 if TYPE_CHECKING:
     from synclint.rule import Rule
@@ -254,13 +254,9 @@ def expression_code(module: cst.Module, node: cst.CSTNode, indentation: str) -> 
     return "".join(state.tokens)
 
 
-# A path part naming CPU code (`cpu_mla.py`, `ops/cpu/`, `zen_cpu_sdpa.py`).
-_CPU_MODULE = re.compile(r"(^|[/_])cpu([/_.]|$)")
-
-
 def in_cpu_module(relpath: str) -> bool:
-    """Whether a file is, by its path, CPU code: there a tensor of unknown device is a host tensor."""
-    return bool(_CPU_MODULE.search(relpath))
+    """Whether a file is, by its path, host-side code: there a tensor of unknown device is a host tensor."""
+    return is_host_code_path(relpath)
 
 
 # Names that say a value is a boolean mask (`valid_mask`, `is_prefill`, `keep`).

@@ -170,3 +170,12 @@ def test_cpu_of_a_field_of_unknown_device_is_a_medium_host_read():
     findings = check_snippet(HostRead, code)
     assert [(f.location.row, f.confidence) for f in findings] == [(4, Confidence.MEDIUM)]
     assert "`.cpu()` moves common_attn_metadata.seq_lens to the host" in findings[0].because
+
+
+def test_tensors_in_multimodal_processor_code_are_host_tensors():
+    # vLLM's HF-style processors (transformers_utils/processors/, *processing*.py, mm_preprocess.py)
+    # build model inputs on the CPU: a tensor parameter there is not a GPU tensor.
+    code = "import torch\n\ndef num_tokens(grid_thw: torch.Tensor) -> int:\n    return int(grid_thw.prod().item())\n"
+    assert check_snippet(HostRead, code, filename="vllm/models/m3/common/mm_preprocess.py") == []
+    assert check_snippet(HostRead, code, filename="vllm/transformers_utils/processors/asr.py") == []
+    assert [f.code for f in check_snippet(HostRead, code, filename="vllm/models/m3/model.py")] == ["SYNC107"]
