@@ -8,7 +8,6 @@ from synclint.devices import Place, Where
 from synclint.model import Applicability, Confidence
 from synclint.patterns import (
     HOST_DATA_CONSTRUCTORS,
-    expression_code,
     gpu_copy_target,
     keyword_arg,
     local_assignments,
@@ -268,7 +267,7 @@ class BlockingHostToDevice(Rule):
             )
         else:
             applicability = Applicability.SAFE
-        return Replacement(call, self._code(fixed), applicability, message)
+        return Replacement(call, fixed, applicability, message)
 
     # ---- where the source comes from ------------------------------------------------
 
@@ -418,9 +417,6 @@ class BlockingHostToDevice(Rule):
             and all(where.place is Place.UNKNOWN for where in bodies)
             and not _places_on_a_device(helper)
         )
-
-    def _code(self, node: cst.CSTNode) -> str:
-        return expression_code(self.ctx.module, node, self.ctx.indentation())
 
     def _is_own_device(self, source: cst.BaseExpression, device_arg: cst.BaseExpression) -> bool:
         """Whether `device_arg` is `source.device`, directly or through a local variable."""

@@ -8,7 +8,6 @@ from synclint.devices import Place, Where
 from synclint.model import Applicability, Confidence
 from synclint.patterns import (
     BoolTensors,
-    expression_code,
     in_cpu_module,
     keyword_arg,
     local_assignments,
@@ -205,7 +204,7 @@ class DataDependentShape(Rule):
                 fixed = with_keyword_arg(call, keyword, cst.Name(size))
                 fix = Replacement(
                     call,
-                    expression_code(self.ctx.module, fixed, self.ctx.indentation()),
+                    fixed,
                     Applicability.UNSAFE,
                     f"Pass `{keyword}={size}` (unsafe: `{size}` must be the exact output size)",
                 )

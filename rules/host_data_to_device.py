@@ -11,7 +11,6 @@ from synclint.devices import HOST, Place, Where, dotted_name
 from synclint.model import Applicability, Confidence
 from synclint.patterns import (
     HOST_DATA_CONSTRUCTORS,
-    expression_code,
     gpu_copy_target,
     keyword_arg,
     local_assignments,
@@ -414,13 +413,12 @@ class HostDataToDevice(Rule):
             if dtype is not None:
                 fixed = with_keyword_arg(fixed, "dtype", dtype)
         message = f"Use `{name}` (pinned memory, non-blocking copy)"
-        return Replacement(call, self._code(fixed), Applicability.SAFE, message, imports=imports)
+        return Replacement(call, fixed, Applicability.SAFE, message, imports=imports)
 
     def _replacement(self, call: cst.Call, fixed: cst.Call, applicability: Applicability, message: str) -> Replacement:
-        code = self._code(fixed)
         torch_name, imports = self._torch_module()
-        needed = imports if f"{torch_name}." in code else []  # `from torch import as_tensor` alone
-        return Replacement(call, code, applicability, message, imports=needed)
+        needed = imports if f"{torch_name}." in self.code_of(fixed) else []  # `from torch import as_tensor` alone
+        return Replacement(call, fixed, applicability, message, imports=needed)
 
     def _data_kind(self, data: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> "DataKind":
         """Whether the data is Python data (lists, tuples, numbers), a numpy array, or unknown."""
@@ -512,9 +510,6 @@ class HostDataToDevice(Rule):
         if name in self.ctx.devices.functions:
             return name, []
         return (name, [f"from {module} import {name}"]) if configured else None
-
-    def _code(self, node: cst.CSTNode) -> str:
-        return expression_code(self.ctx.module, node, self.ctx.indentation())
 
     def _placement(self, device_arg: cst.BaseExpression) -> Where:
         return self.ctx.devices.placement(device_arg, self.ctx.scopes[-1], self._statement())

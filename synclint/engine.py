@@ -100,7 +100,8 @@ class FileContext:
         return "code"
 
     def add_report(self, rule: Rule, node, message, confidence, because, fix) -> None:
-        report = Report(node, message, confidence, because, fix, self.context(), self.allowed_depth > 0)
+        report = Report(node, message, confidence, because, fix, self.context(), self.allowed_depth > 0,
+                        self.indentation())
         self.reports.append((rule, report))
 
 
@@ -226,7 +227,7 @@ def _to_findings(ctx: FileContext, text: str, relpath: str, settings: Settings) 
             confidence=report.confidence,
             context=report.context,
             because=report.because,
-            fix=_to_fix(ctx.module, positions, report.fix) if report.fix is not None else None,
+            fix=_to_fix(ctx.module, positions, report.fix, report.indentation) if report.fix is not None else None,
             noqa_row=row,
             source_line=lines[row - 1] if row - 1 < len(lines) else "",
         )
@@ -235,11 +236,25 @@ def _to_findings(ctx: FileContext, text: str, relpath: str, settings: Settings) 
     return sorted(findings.values(), key=lambda f: f.sort_key)
 
 
-def _to_fix(module: cst.Module, positions, replacement: Replacement) -> Fix:
+def render_node(module: cst.Module, node: cst.CSTNode, indentation: str) -> str:
+    """Source of `node` inside a statement at `indentation`.
+
+    `Module.code_for_node` renders a node as if at the top level, so a call continued on further
+    lines inside brackets would lose the enclosing blocks' indentation; this keeps it.
+    """
+    from libcst._nodes.internal import CodegenState  # the state code_for_node itself uses
+
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.indent_tokens.append(indentation)
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+def _to_fix(module: cst.Module, positions, replacement: Replacement, indentation: str) -> Fix:
     edits = []
     for node, new in [(replacement.node, replacement.new), *replacement.more]:
         span = positions[node]
-        content = new if isinstance(new, str) else module.code_for_node(new)
+        content = new if isinstance(new, str) else render_node(module, new, indentation)
         edits.append(
             Edit(content, Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
         )

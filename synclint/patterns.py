@@ -240,20 +240,6 @@ def gpu_copy_target(rule: "Rule", call: cst.Call) -> Where | None:
     return target if target is not None and target.on_device else None
 
 
-def expression_code(module: cst.Module, node: cst.CSTNode, indentation: str) -> str:
-    """Source of `node` placed inside a statement at `indentation` (`ctx.indentation()`).
-
-    `Module.code_for_node` renders a node as if at the top level, so a call that continues on
-    further lines inside brackets loses the enclosing blocks' indentation; this keeps it.
-    """
-    from libcst._nodes.internal import CodegenState  # the state code_for_node itself uses
-
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
-    state.indent_tokens.append(indentation)
-    node._codegen(state)
-    return "".join(state.tokens)
-
-
 def in_cpu_module(relpath: str) -> bool:
     """Whether a file is, by its path, host-side code: there a tensor of unknown device is a host tensor."""
     return is_host_code_path(relpath)

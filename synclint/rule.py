@@ -77,6 +77,7 @@ class Report:
     fix: Replacement | None
     context: str
     allowed: bool  # inside a region where syncs are meant (`with gpu_sync_allowed():`)
+    indentation: str  # of the statement being visited: replacement nodes that span lines keep it
 
 
 class Rule:
