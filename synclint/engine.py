@@ -20,7 +20,7 @@ from synclint.devices import DeviceModel, NameConventions, Where, dotted_name, i
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
 from synclint.rule import Replacement, Report, Rule
-from synclint.source import DecodeProblem, SourceText, decode
+from synclint.source import DecodeProblem, SourceText, decode, too_complex
 
 PARSE_ERROR = ("SYNC000", "parse-error")
 INTERNAL_ERROR = ("SYNC001", "internal-error")
@@ -288,12 +288,16 @@ def _syntax_error(text: str, relpath: str, exc: cst.ParserSyntaxError) -> Findin
 
 def check_file(path: Path, relpath: str, settings: Settings, debug: bool = False) -> FileResult:
     """Check one file; problems with the file become SYNC000/SYNC001 findings, never exceptions."""
-    result = FileResult(relpath)
     try:
         data = path.read_bytes()
     except OSError as exc:
-        result.internal_error = f"{relpath}: cannot read: {exc.strerror or exc}"
-        return result
+        return FileResult(relpath, internal_error=f"{relpath}: cannot read: {exc.strerror or exc}")
+    return check_bytes(data, relpath, settings, debug)
+
+
+def check_bytes(data: bytes, relpath: str, settings: Settings, debug: bool = False) -> FileResult:
+    """Check a file's bytes (read from disk or from standard input)."""
+    result = FileResult(relpath)
     try:
         source = decode(data)
     except DecodeProblem as exc:
@@ -306,6 +310,13 @@ def check_file(path: Path, relpath: str, settings: Settings, debug: bool = False
 def check_source(source: SourceText, relpath: str, settings: Settings, result: FileResult | None = None,
                  debug: bool = False) -> FileResult:
     result = result or FileResult(relpath, source=source)
+    problem = too_complex(source.text)
+    if problem is not None:
+        lines = source.text.splitlines()
+        line = lines[problem.row - 1] if 0 < problem.row <= len(lines) else ""
+        result.findings.append(problem_finding(PARSE_ERROR, relpath, problem.message, problem.row, problem.column,
+                                               line[:200]))
+        return result
     try:
         result.findings.extend(check_text(source.text, relpath, settings, source=source))
     except cst.ParserSyntaxError as exc:

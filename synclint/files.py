@@ -12,6 +12,7 @@ from pathlib import Path
 from synclint.config import SettingsResolver
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+BROKEN_LINK = "broken symbolic link (its target is missing, or it loops)"
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,11 @@ class PathProblem:
 def relative_to_root(path: Path, root: Path) -> str:
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+    except (ValueError, OSError, RuntimeError):  # outside the root, or a symlink loop
+        try:
+            return path.absolute().relative_to(root.absolute()).as_posix()
+        except ValueError:
+            return path.as_posix()
 
 
 def discover(
@@ -46,7 +50,7 @@ def discover(
             yield from _walk(path, resolver, seen)
             continue
         if not path.exists():
-            yield PathProblem(path, "broken symbolic link")
+            yield PathProblem(path, BROKEN_LINK)
             continue
         settings = resolver.for_path(path)
         if force_exclude and (settings.is_excluded(relative_to_root(path, settings.root)) or _git_ignored(path, settings)):
@@ -97,6 +101,9 @@ def _walk(top: Path, resolver: SettingsResolver, seen: set[Path]) -> Iterator[Ta
                 continue
             if path.is_dir():
                 continue  # a folder named x.py is not a file
+            if path.is_symlink() and not path.exists():
+                yield PathProblem(path, BROKEN_LINK)
+                continue
             key = path.resolve() if path.is_symlink() else path.absolute()
             if key in seen:
                 continue

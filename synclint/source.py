@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import codecs
 import io
+import itertools
+import re
 import tokenize
 from dataclasses import dataclass
 
@@ -29,11 +31,23 @@ class DecodeProblem(Exception):
         self.column = column
 
 
+def _undecodable(body: bytes, exc: UnicodeDecodeError, encoding: str) -> DecodeProblem:
+    row = body.count(b"\n", 0, exc.start) + 1
+    column = exc.start - (body.rfind(b"\n", 0, exc.start) + 1) + 1
+    return DecodeProblem(f"cannot decode byte 0x{body[exc.start]:02x} as {encoding}", row, column)
+
+
 def decode(data: bytes) -> SourceText:
     bom = data.startswith(codecs.BOM_UTF8)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
+        # detect_encoding also fails when the first two lines are not UTF-8 and declare nothing:
+        # name the bad byte then, not a declaration the file does not have.
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise _undecodable(data, bad, "utf-8") from None
         raise DecodeProblem(f"invalid encoding declaration: {exc.msg}", getattr(exc, "lineno", None) or 1) from None
     if encoding == "utf-8-sig":
         encoding = "utf-8"
@@ -41,9 +55,7 @@ def decode(data: bytes) -> SourceText:
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as exc:
-        row = body.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (body.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise DecodeProblem(f"cannot decode byte 0x{body[exc.start]:02x} as {encoding}", row, column) from None
+        raise _undecodable(body, exc, encoding) from None
     except LookupError:
         raise DecodeProblem(f"unknown encoding {encoding!r} declared", 1) from None
     nul = text.find("\0")
@@ -57,3 +69,64 @@ def decode(data: bytes) -> SourceText:
     elif first == -1 and "\r" in text:
         newline = "\r"
     return SourceText(text=text, encoding=encoding, bom=bom, newline=newline)
+
+
+# libcst's native parser overflows the C stack on brackets nested a few thousand deep and takes
+# minutes on chains of a few thousand operators, where CPython stops with a clear error. A cheap
+# scan finds such text; CPython's own parser then decides, so ordinary files never pay for it.
+MAX_BRACKET_DEPTH = 200  # CPython's limit ("too many nested parentheses")
+_PREFIX_RUN = re.compile(r"(?:(?:[-+~]|\bnot\b|\bawait\b)\s*){100,}")
+_LONG_LINE = re.compile(r"[^\n]{5000,}")
+_OPERATOR = re.compile(r"[-+*/%&|^<>.@([]|\b(?:and|or|if|not)\b")
+MAX_OPERATORS_PER_LINE = 1000
+
+
+@dataclass(frozen=True)
+class TooComplex:
+    message: str
+    row: int = 1
+    column: int = 1
+
+
+def _bracket_depth(text: str) -> int:
+    if text.count("(") + text.count("[") + text.count("{") <= MAX_BRACKET_DEPTH:
+        return 0
+    steps = [1 if ch in "([{" else -1 for ch in re.findall(r"[()\[\]{}]", text)]
+    return max(itertools.accumulate(steps), default=0)
+
+
+def _prefix_run(text: str) -> bool:
+    for match in _PREFIX_RUN.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if "#" not in text[line_start : match.start()]:  # a `# ------` rule line is a comment
+            return True
+    return False
+
+
+def _operator_heavy_line(text: str) -> tuple[int, int] | None:
+    for match in _LONG_LINE.finditer(text):
+        count = len(_OPERATOR.findall(match.group()))
+        if count > MAX_OPERATORS_PER_LINE:
+            return text.count("\n", 0, match.start()) + 1, count
+    return None
+
+
+def too_complex(text: str) -> TooComplex | None:
+    """Why this text cannot be analysed safely (nesting or chains beyond CPython's limits), or None."""
+    heavy = _operator_heavy_line(text)
+    if heavy is None and _bracket_depth(text) <= MAX_BRACKET_DEPTH and not _prefix_run(text):
+        return None
+    import ast
+
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        return TooComplex(f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
+    except (RecursionError, MemoryError):
+        return TooComplex("expression nested too deeply for Python to parse")
+    except ValueError as exc:
+        return TooComplex(f"cannot parse: {exc}")
+    if heavy is not None:
+        row, count = heavy
+        return TooComplex(f"expression too long to analyse ({count} operators on one line)", row)
+    return None
