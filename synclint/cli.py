@@ -41,21 +41,27 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply fixes that may change behaviour")
     check.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="never apply unsafe fixes")
     check.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix, exit 1 when anything was fixed")
-    check.add_argument("--config", type=Path, help="a pyproject.toml or synclint.toml to use instead of the nearest one")
-    check.add_argument("--select", type=_codes, help="rule codes or prefixes to enable, comma-separated")
-    check.add_argument("--extend-select", type=_codes, help="rule codes or prefixes to enable on top of the selection")
-    check.add_argument("--ignore", type=_codes, help="rule codes or prefixes to disable, comma-separated")
+    check.add_argument("--config", type=Path, metavar="FILE", help="a pyproject.toml or synclint.toml to use instead of the nearest one")
+    check.add_argument("--select", type=_codes, metavar="CODES", help="rule codes or prefixes to enable, comma-separated")
+    check.add_argument("--extend-select", type=_codes, metavar="CODES", help="rule codes or prefixes to enable on top of the selection")
+    check.add_argument("--ignore", type=_codes, metavar="CODES", help="rule codes or prefixes to disable, comma-separated")
     check.add_argument("--min-confidence", choices=("low", "medium", "high"), help="report only findings this sure")
-    check.add_argument("--output-format", choices=("text", "concise", "json", "sarif", "github"))
-    check.add_argument("--output-file", "-o", type=Path, help="write the report to this file")
+    check.add_argument("--output-format", choices=("text", "concise", "json", "sarif", "github"),
+                       help="text marks the source line; json is ruff's shape; sarif is SARIF 2.1.0; github prints annotations")
+    check.add_argument("--output-file", "-o", type=Path, metavar="FILE", help="write the report to this file")
     check.add_argument("--statistics", action="store_true", help="print counts per rule instead of each finding")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    check.add_argument("--extend-exclude", type=lambda s: [p for p in s.split(",") if p], help="more globs to skip")
+    check.add_argument("--extend-exclude", type=lambda s: [p for p in s.split(",") if p], metavar="GLOBS", help="more globs to skip")
     check.add_argument("--force-exclude", action="store_true", help="apply excludes to files named on the command line")
     check.add_argument("--no-respect-gitignore", action="store_true", help="also check files that .gitignore names")
-    check.add_argument("--runtime-report", type=Path,
+    check.add_argument("--stdin-filename", metavar="PATH", help="with `-` as the path: the file name the source on stdin stands for")
+    check.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings not recorded in this baseline file")
+    check.add_argument("--write-baseline", type=Path, metavar="FILE",
+                       help="record the current findings in FILE, to use with --baseline")
+    check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to the line of every finding")
+    check.add_argument("--runtime-report", type=Path, metavar="FILE",
                        help="a `pytest --sync-report` file: mark findings the run confirmed, list syncs no rule found")
-    check.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: the CPU count)")
+    check.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="worker processes (default: the CPU count)")
     check.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
     sub.add_parser("rules", help="print the table of rules")
@@ -107,19 +113,33 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from synclint.config import ConfigError, SettingsResolver
-    from synclint.runner import Mode, run_paths
+    from synclint.runner import Mode, run_paths, run_stdin
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if args.fix and args.diff:
         raise UsageError("--fix and --diff cannot be combined: --diff writes nothing")
+    if args.add_noqa and (args.fix or args.diff):
+        raise UsageError("--add-noqa cannot be combined with --fix or --diff")
+    stdin = [str(p) for p in args.paths] == ["-"]
+    if not stdin and Path("-") in args.paths:
+        raise UsageError("`-` (standard input) cannot be combined with other paths")
+    if args.stdin_filename is not None and not stdin:
+        raise UsageError("--stdin-filename needs `-` as the path")
+    if stdin and args.add_noqa:
+        raise UsageError("--add-noqa needs files: it cannot edit standard input")
     cwd = Path.cwd()
-    mode = Mode(fix=args.fix or args.diff, write=args.fix, unsafe=bool(args.unsafe_fixes), debug=args.debug)
+    mode = Mode(fix=args.fix or args.diff, write=args.fix, unsafe=bool(args.unsafe_fixes), add_noqa=args.add_noqa,
+                debug=args.debug)
     try:
         resolver = SettingsResolver(args.config, _overrides(args), cwd)
         settings = resolver.default()
-        run = run_paths(args.paths or [Path(".")], resolver, mode, jobs=args.jobs, force_exclude=args.force_exclude,
-                        cwd=cwd)
+        if stdin:
+            data = sys.stdin.buffer.read()
+            run = run_stdin(data, args.stdin_filename, resolver, mode, cwd)
+        else:
+            run = run_paths(args.paths or [Path(".")], resolver, mode, jobs=args.jobs,
+                            force_exclude=args.force_exclude, cwd=cwd)
     except ConfigError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -127,7 +147,25 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"synclint: warning: {warning}", file=sys.stderr)
     if args.diff:
         return _report_diff(run, args)
+    if stdin and args.fix:
+        return _report_stdin_fix(run, data, args, settings)
+    if args.add_noqa:
+        return _report_add_noqa(run)
     findings = run.findings
+    if args.write_baseline is not None:
+        return _write_baseline(args.write_baseline, findings, run, cwd)
+    baseline = args.baseline if args.baseline is not None else settings.baseline
+    if baseline is not None:
+        from synclint.baseline import Baseline, BaselineError
+
+        try:
+            findings, stale = Baseline.load(baseline).filter(findings, cwd)
+        except BaselineError as exc:
+            print(f"synclint: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        if stale:
+            print(f"synclint: {stale} baseline entr{'ies' if stale != 1 else 'y'} no longer found (fixed or "
+                  f"changed); shrink {baseline} with --write-baseline", file=sys.stderr)
     missed = []
     if args.runtime_report is not None:
         from synclint.runtime import RuntimeReportError, confirm, load_sites
@@ -186,6 +224,47 @@ def _report_diff(run, args) -> int:
     if run.problems:
         return EXIT_ERROR
     return EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_CLEAN
+
+
+def _report_stdin_fix(run, data: bytes, args, settings) -> int:
+    """`synclint check --fix -`: the fixed source on stdout (as ruff does), findings left on stderr."""
+    fixed = run.files[0].new_bytes
+    sys.stdout.buffer.write(data if fixed is None else fixed)
+    sys.stdout.flush()
+    findings = run.findings
+    if findings:
+        from synclint.report import render
+
+        render("concise", findings, sys.stderr, color=False, rules=settings.enabled_rules())
+    for problem in run.problems:
+        print(f"synclint: error: {problem}", file=sys.stderr)
+    if run.problems:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _report_add_noqa(run) -> int:
+    added = sum(run.fixed.values())
+    files = sum(1 for item in run.files if item.written)
+    print(f"Added {added} noqa directive{'s' if added != 1 else ''} in {files} file{'s' if files != 1 else ''}.",
+          file=sys.stderr)
+    for problem in run.problems:
+        print(f"synclint: error: {problem}", file=sys.stderr)
+    return EXIT_ERROR if run.problems else EXIT_CLEAN
+
+
+def _write_baseline(path: Path, findings, run, cwd: Path) -> int:
+    from synclint.baseline import BaselineError, write_baseline
+
+    try:
+        count = write_baseline(path, findings, cwd)
+    except BaselineError as exc:
+        print(f"synclint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"Wrote {count} finding{'s' if count != 1 else ''} to {path}.", file=sys.stderr)
+    for problem in run.problems:
+        print(f"synclint: error: {problem}", file=sys.stderr)
+    return EXIT_ERROR if run.problems else EXIT_CLEAN
 
 
 def _print_fix_summary(run, remaining) -> None:

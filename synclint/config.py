@@ -48,6 +48,8 @@ CORE_KEYS: dict[str, Key] = {
     "extend-rules": Key(list, str, "folders of your own rule modules"),
     "host-name-patterns": Key(list, str, "name globs of host values (default *_cpu, *_np, *_host, ...)"),
     "device-name-patterns": Key(list, str, "name globs of device tensors (default *_gpu, *_cuda, ...)"),
+    "max-file-size": Key(int, None, "skip files larger than this many bytes, with a warning (0: no limit)"),
+    "baseline": Key(str, None, "a baseline file (see --write-baseline): report only findings not in it"),
 }
 
 DEFAULT_EXCLUDE = (
@@ -80,6 +82,9 @@ class Settings:
     host_name_patterns: tuple[str, ...] | None = None
     device_name_patterns: tuple[str, ...] | None = None
     rule_options: tuple[tuple[str, Any], ...] = ()
+    baseline: Path | None = None
+    # Larger files are generated code (tables, protobufs): checking one takes minutes.
+    max_file_size: int = 2_000_000
     rules: tuple[type[Rule], ...] = field(default=(), compare=False)  # every known rule
 
     # ---- derived ---------------------------------------------------------------------
@@ -273,6 +278,10 @@ def _apply_core(settings: Settings, key: str, value: Any, where: str) -> Setting
             raise ConfigError(f"{where}: `ignore-contexts` knows {', '.join(CONTEXTS)}, not {unknown[0]!r}")
     if key == "extend-rules":
         return settings  # handled before the other keys
+    if key == "max-file-size" and value < 0:
+        raise ConfigError(f"{where}: `max-file-size` must be 0 (no limit) or a number of bytes, not {value}")
+    if key == "baseline":
+        return replace(settings, baseline=(settings.root / value) if value else None)
     if isinstance(value, list):
         value = tuple(value)
     return replace(settings, **{attr: value})

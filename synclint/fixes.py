@@ -143,6 +143,7 @@ class FileFix:
     diff: str = ""
     written: bool = False
     problems: list[str] = field(default_factory=list)
+    new_bytes: bytes | None = field(default=None, repr=False)  # the fixed file, when fixing changed it
 
 
 def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: bool, debug: bool = False) -> FileFix:
@@ -150,6 +151,20 @@ def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: 
         data = path.read_bytes()
     except OSError as exc:
         return FileFix(FileResult(relpath, internal_error=f"{relpath}: cannot read: {exc.strerror or exc}"))
+    fix = fix_bytes(data, relpath, settings, unsafe, debug)
+    if write and fix.new_bytes is not None:
+        problem = write_atomically(path, data, fix.new_bytes)
+        if problem:
+            fix.problems.append(f"{relpath}: {problem}")
+            fix.fixed = Counter()
+        else:
+            fix.written = True
+    fix.new_bytes = None  # on disk now, or in the diff: not worth sending back from a worker
+    return fix
+
+
+def fix_bytes(data: bytes, relpath: str, settings: Settings, unsafe: bool, debug: bool = False) -> FileFix:
+    """Fix a file's bytes in memory; `new_bytes` is the fixed file, None when nothing changed."""
     try:
         source = decode(data)
     except DecodeProblem as exc:
@@ -173,13 +188,11 @@ def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: 
             tofile=relpath,
         )
     )
-    if write:
-        problem = write_atomically(path, data, source.encode(outcome.text))
-        if problem:
-            fix.problems.append(f"{relpath}: {problem}")
-            fix.fixed = Counter()
-        else:
-            fix.written = True
+    try:
+        fix.new_bytes = source.encode(outcome.text)
+    except UnicodeEncodeError:
+        fix.diff, fix.fixed = "", Counter()
+        fix.problems.append(f"{relpath}: the fixed text cannot be written as {source.encoding}; left as it was")
     return fix
 
 
@@ -207,3 +220,42 @@ def write_atomically(path: Path, original: bytes, new: bytes) -> str | None:
     except OSError as exc:
         return f"cannot write: {exc.strerror or exc}"
     return None
+
+
+def add_noqa_file(path: Path, relpath: str, settings: Settings, debug: bool = False) -> FileFix:
+    """`--add-noqa`: append `# noqa: CODE` to the line of every finding, so the file checks clean."""
+    from synclint.engine import check_bytes
+    from synclint.noqa import add_noqa
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return FileFix(FileResult(relpath, internal_error=f"{relpath}: cannot read: {exc.strerror or exc}"))
+    result = check_bytes(data, relpath, settings, debug)
+    fix = FileFix(result)
+    wanted: dict[int, set[str]] = {}
+    for finding in result.findings:
+        if finding.code not in (PARSE_ERROR[0], "SYNC001") and finding.noqa_row is not None:
+            wanted.setdefault(finding.noqa_row, set()).add(finding.code)
+    if not wanted or result.source is None:
+        return fix
+    text, changed, skipped = add_noqa(result.source.text, wanted)
+    for row in skipped:
+        fix.problems.append(f"{relpath}:{row}: no `# noqa` added: the line ends inside a string or continues")
+    if not changed:
+        return fix
+    try:
+        compile(text, relpath, "exec", dont_inherit=True)
+        new = result.source.encode(text)
+    except (SyntaxError, ValueError, UnicodeEncodeError) as exc:  # never write a file that stopped parsing
+        fix.problems.append(f"{relpath}: no `# noqa` added: the result would not parse ({exc})")
+        return fix
+    problem = write_atomically(path, data, new)
+    if problem:
+        fix.problems.append(f"{relpath}: {problem}")
+        return fix
+    fix.written = True
+    fix.fixed = Counter(f.code for f in result.findings if f.noqa_row in wanted and f.noqa_row not in skipped)
+    fix.result = FileResult(relpath, [f for f in result.findings if f.noqa_row in skipped or f.code in ("SYNC000", "SYNC001")],
+                            result.internal_error, result.source)
+    return fix

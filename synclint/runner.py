@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from synclint.config import Settings, SettingsResolver
-from synclint.engine import check_file
-from synclint.fixes import FileFix, fix_file
+from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes, check_file
+from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.files import PathProblem, Target, discover, relative_to_root
+from synclint.noqa import unknown_codes
 
 MIN_FILES_PER_JOB = 8
 
@@ -48,14 +49,65 @@ class Mode:
     fix: bool = False  # compute fixes
     write: bool = False  # write them (--fix); without it, only diff (--diff)
     unsafe: bool = False  # apply unsafe fixes too; None: as each file's settings say
+    add_noqa: bool = False  # --add-noqa: silence every finding with a comment
     debug: bool = False
 
 
+def _too_large(size: int, shown: str, settings: Settings) -> FileFix | None:
+    limit = settings.max_file_size
+    if not limit or size <= limit:
+        return None
+    return FileFix(FileResult(shown), problems=[
+        f"{shown}: skipped: {size / 1e6:.1f} MB is over `max-file-size` ({limit / 1e6:.1f} MB); raise it to check this file"
+    ])
+
+
 def _process(path: Path, shown: str, settings: Settings, mode: Mode) -> FileFix:
-    if not mode.fix:
-        return FileFix(check_file(path, shown, settings, mode.debug))
-    unsafe = mode.unsafe or settings.unsafe_fixes
-    return fix_file(path, shown, settings, unsafe, mode.write, mode.debug)
+    try:
+        skipped = _too_large(path.stat().st_size, shown, settings)
+    except OSError:
+        skipped = None  # reading it reports the problem
+    if skipped is not None:
+        return skipped
+    if mode.add_noqa:
+        item = add_noqa_file(path, shown, settings, mode.debug)
+    elif not mode.fix:
+        item = FileFix(check_file(path, shown, settings, mode.debug))
+    else:
+        unsafe = mode.unsafe or settings.unsafe_fixes
+        item = fix_file(path, shown, settings, unsafe, mode.write, mode.debug)
+    return _with_noqa_warnings(item, settings)
+
+
+def _with_noqa_warnings(item: FileFix, settings: Settings) -> FileFix:
+    """Warn about `# noqa: SYNC999`: a code that is no rule silences nothing (ruff's unused-noqa)."""
+    source = item.result.source
+    if source is not None and "noqa" in source.text.lower():
+        known = {rule.code for rule in settings.rules} | {PARSE_ERROR[0], INTERNAL_ERROR[0]}
+        for row, code in unknown_codes(source.text, known):
+            item.problems.append(f"{item.result.path}:{row}: `# noqa` names {code}, which is no rule")
+    item.result.source = None  # the text is not needed any more: do not send it back from a worker
+    return item
+
+
+def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mode: Mode, cwd: Path) -> RunResult:
+    """Check (or fix, in memory) source read from standard input; `filename` picks the settings."""
+    shown = filename or "-"
+    settings = resolver.for_path(cwd / filename if filename else cwd)
+    skipped = _too_large(len(data), shown, settings)
+    if skipped is not None:
+        run = RunResult(files=[skipped])
+        _collect_problems(run)
+        return run
+    if mode.fix:
+        item = fix_bytes(data, shown, settings, mode.unsafe or settings.unsafe_fixes, mode.debug)
+    else:
+        item = FileFix(check_bytes(data, shown, settings, mode.debug))
+    new_bytes = item.new_bytes
+    run = RunResult(files=[_with_noqa_warnings(item, settings)])
+    run.files[0].new_bytes = new_bytes
+    _collect_problems(run)
+    return run
 
 
 def _process_batch(batch: list[tuple[Path, str, Settings]], mode: Mode) -> list[FileFix]:
@@ -83,11 +135,15 @@ def run_paths(
     run = RunResult(problems=problems)
     work = [(path, display_path(path, cwd), settings) for path, settings in targets]
     run.files = list(_process_all(work, jobs or os.cpu_count() or 1, mode))
+    _collect_problems(run)
+    return run
+
+
+def _collect_problems(run: RunResult) -> None:
     for item in run.files:
         if item.result.internal_error:
             run.problems.append(item.result.internal_error)
         run.warnings.extend(item.problems)
-    return run
 
 
 def _process_all(work: list[tuple[Path, str, Settings]], jobs: int, mode: Mode) -> Iterator[FileFix]:

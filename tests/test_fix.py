@@ -105,3 +105,52 @@ def test_read_only_file_is_reported_not_written(write, tmp_path):
     proc = run_cli("check", "--fix", "--unsafe-fixes", "kernel.py", cwd=tmp_path)
     assert "kernel.py: read-only; left as it is" in proc.stderr
     assert path.read_text() == GUARDED
+
+
+def test_file_changed_between_read_and_write_is_not_clobbered(tmp_path):
+    """write_atomically compares the bytes on disk with the bytes it fixed, just before the rename."""
+    from synclint.fixes import write_atomically
+
+    path = tmp_path / "kernel.py"
+    path.write_text(GUARDED)
+    path.write_text(GUARDED + "# edited by someone else meanwhile\n")
+    assert write_atomically(path, GUARDED.encode(), FIXED.encode()) == "changed on disk while being fixed; left as it is"
+    assert path.read_text().endswith("# edited by someone else meanwhile\n")
+
+
+def test_killed_fix_leaves_every_file_as_it_was_or_fully_fixed(tmp_path):
+    """SIGKILL mid-run (no clean-up possible): each file holds either its old or its new bytes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    folder = tmp_path / "tree"
+    folder.mkdir()
+    count = 600
+    for i in range(count):
+        (folder / f"kernel_{i:03}.py").write_text(GUARDED)
+    expected = FIXED.encode()
+    proc = subprocess.Popen([sys.executable, "-m", "synclint", "check", "--fix", "--unsafe-fixes", "--exit-zero",
+                             "tree"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any(p.read_bytes() == expected for p in folder.glob("kernel_*.py")):
+                break
+            time.sleep(0.005)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole group: the worker processes too
+        proc.wait()
+    contents = [p.read_bytes() for p in sorted(folder.glob("kernel_*.py"))]
+    assert len(contents) == count
+    damaged = [c for c in contents if c not in (GUARDED.encode(), expected)]
+    assert damaged == []
+    fixed = contents.count(expected)
+    assert 0 < fixed < count, fixed  # it really was killed mid-way
+    # What a kill leaves behind is a hidden temporary, never a .py file a later run would check.
+    assert all(not p.name.endswith(".py") for p in folder.iterdir() if p.name.startswith("."))
+    again = run_cli("check", "--fix", "--unsafe-fixes", "tree", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert all(p.read_bytes() == expected for p in folder.glob("kernel_*.py"))

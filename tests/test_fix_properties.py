@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import hypothesmith
@@ -9,11 +10,13 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from synclint.config import build_settings
-from synclint.engine import check_source
-from synclint.fixes import fix_text
+from synclint.engine import check_bytes, check_source
+from synclint.fixes import fix_bytes, fix_text
 from synclint.source import decode
 
 ALL_RULES = build_settings({}, Path("."), None)
+# Examples per fuzz test: SYNCLINT_FUZZ_EXAMPLES=20000 runs the long fuzz; the suite keeps a short one.
+FUZZ_EXAMPLES = int(os.environ.get("SYNCLINT_FUZZ_EXAMPLES", "40"))
 # A prefix that makes every rule's prefilter match and puts device tensors in scope.
 PRELUDE = "import torch\nx = torch.randn(4, device='cuda')\nlst = [1, -1]\n"
 SYNC_SNIPPETS = st.sampled_from(
@@ -37,7 +40,7 @@ def _fix_twice(text: str) -> None:
     assert twice == once
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hypothesmith.from_grammar())
 def test_generated_programs_never_crash_the_checker_or_fixer(program):
     text = PRELUDE + program
@@ -54,3 +57,42 @@ def test_fixes_of_mixed_sync_snippets_parse_and_are_idempotent(snippets, wrapper
         indent = "    " * wrapper.count(":")
         body = wrapper + "".join(indent + line + "\n" for line in body.splitlines())
     _fix_twice(PRELUDE + body)
+
+
+# Mutations of real files: the fixture kernels, cut short, with bytes flipped, lines dropped or doubled.
+REAL_FILES = sorted((Path(__file__).resolve().parent.parent / "fixtures").glob("SYNC*/before.py"))
+
+
+@st.composite
+def mutated_real_files(draw) -> bytes:
+    data = bytearray(draw(st.sampled_from(REAL_FILES)).read_bytes())
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["truncate", "flip", "drop_line", "double_line", "insert"]))
+        position = draw(st.integers(0, max(len(data) - 1, 0)))
+        if kind == "truncate":
+            del data[position:]
+        elif kind == "flip" and data:
+            data[position] ^= 1 << draw(st.integers(0, 7))
+        elif kind in ("drop_line", "double_line"):
+            lines = bytes(data).splitlines(keepends=True)
+            if lines:
+                i = position % len(lines)
+                lines[i:i + 1] = [] if kind == "drop_line" else [lines[i], lines[i]]
+                data = bytearray(b"".join(lines))
+        elif kind == "insert":
+            data[position:position] = draw(st.sampled_from([b"(", b")", b":", b"\n", b"    ", b"\t", b'"', b"\\", b"\x00",
+                                                            b"\xff", b"\r", b"lambda ", b".item()", b"if x.any():\n"]))
+    return bytes(data)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated_real_files())
+def test_mutated_real_files_never_crash_and_fixes_parse(data):
+    result = check_bytes(data, "mutated.py", ALL_RULES)
+    assert result.internal_error is None, result.internal_error
+    fixed = fix_bytes(data, "mutated.py", ALL_RULES, unsafe=True)
+    assert fixed.result.internal_error is None, fixed.result.internal_error
+    if fixed.new_bytes is not None:
+        compile(fixed.new_bytes, "mutated.py", "exec", dont_inherit=True)
+        again = fix_bytes(fixed.new_bytes, "mutated.py", ALL_RULES, unsafe=True)
+        assert again.new_bytes is None  # a second fix changes nothing
