@@ -13,7 +13,7 @@ from pathlib import Path
 from synclint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "rules", "rule", "verify")
+SUBCOMMANDS = ("check", "rules", "rule", "verify", "clean")
 
 
 class UsageError(Exception):
@@ -61,9 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to the line of every finding")
     check.add_argument("--runtime-report", type=Path, metavar="FILE",
                        help="a `pytest --sync-report` file: mark findings the run confirmed, list syncs no rule found")
+    check.add_argument("--no-cache", action="store_true", help="check every file again; read and write no cache")
+    check.add_argument("--cache-dir", type=Path, metavar="DIR",
+                       help="where results are cached (default: .synclint_cache in the project root)")
     check.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="worker processes (default: the CPU count)")
     check.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
+    clean = sub.add_parser("clean", help="remove the result cache")
+    clean.add_argument("--cache-dir", type=Path, metavar="DIR", help="the cache to remove (default: as `check` uses)")
     sub.add_parser("rules", help="print the table of rules")
     rule = sub.add_parser("rule", help="print one rule's documentation")
     rule.add_argument("code", help="a rule code (SYNC101) or name (sync-in-condition)")
@@ -83,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_rules()
         if args.command == "rule":
             return cmd_rule(args.code)
+        if args.command == "clean":
+            return cmd_clean(args)
         if args.command == "verify":
             from synclint.verify.command import run
 
@@ -139,7 +146,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             run = run_stdin(data, args.stdin_filename, resolver, mode, cwd)
         else:
             run = run_paths(args.paths or [Path(".")], resolver, mode, jobs=args.jobs,
-                            force_exclude=args.force_exclude, cwd=cwd)
+                            force_exclude=args.force_exclude, cwd=cwd, cache=_cache(args, settings),
+                            progress=not os.environ.get("CI"))
     except ConfigError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -278,6 +286,40 @@ def _print_fix_summary(run, remaining) -> None:
     if unsafe:
         line += f" {unsafe} more fixable with --unsafe-fixes."
     print(line, file=sys.stderr)
+
+
+def _cache_dir(args: argparse.Namespace, root: Path) -> Path:
+    from synclint.cache import DEFAULT_DIR
+
+    if args.cache_dir is not None:
+        return args.cache_dir
+    return Path(os.environ.get("SYNCLINT_CACHE_DIR") or root / DEFAULT_DIR)
+
+
+def _cache(args: argparse.Namespace, settings):
+    if args.no_cache:
+        return None
+    from synclint.cache import Cache
+
+    return Cache(_cache_dir(args, settings.root))
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from synclint.cache import clean
+    from synclint.config import ConfigError, SettingsResolver
+
+    try:
+        root = SettingsResolver(None, {}, Path.cwd()).default().root
+    except ConfigError:
+        root = Path.cwd()
+    directory = _cache_dir(args, root)
+    try:
+        removed = clean(directory)
+    except OSError as exc:
+        print(f"synclint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"Removed {directory}." if removed else f"No cache at {directory}.", file=sys.stderr)
+    return EXIT_CLEAN
 
 
 def cmd_rules() -> int:

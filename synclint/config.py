@@ -129,6 +129,7 @@ class Settings:
                 self.device_name_patterns,
                 self.rule_options,
                 self.unsafe_fixes,
+                self.max_file_size,
             )
         )
 

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from synclint.cache import Cache, Entry
 from synclint.config import Settings, SettingsResolver
 from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes, check_file
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
+from synclint.model import Applicability
 from synclint.files import PathProblem, Target, discover, relative_to_root
 from synclint.noqa import unknown_codes
 
-MIN_FILES_PER_JOB = 8
+FILES_PER_BATCH = 8
+PROGRESS_MIN_FILES = 200  # shorter runs end before a bar helps
 
 
 @dataclass
@@ -128,15 +132,72 @@ def collect(paths: list[Path], resolver: SettingsResolver, force_exclude: bool) 
 
 def run_paths(
     paths: list[Path], resolver: SettingsResolver, mode: Mode, *, jobs: int | None = None,
-    force_exclude: bool = False, cwd: Path | None = None,
+    force_exclude: bool = False, cwd: Path | None = None, cache: Cache | None = None, progress: bool = False,
 ) -> RunResult:
     cwd = cwd or Path.cwd()
     targets, problems = collect(paths, resolver, force_exclude)
     run = RunResult(problems=problems)
     work = [(path, display_path(path, cwd), settings) for path, settings in targets]
-    run.files = list(_process_all(work, jobs or os.cpu_count() or 1, mode))
+    results: list[FileFix | None] = [None] * len(work)
+    keys: dict[int, str] = {}
+    if cache is not None and not mode.add_noqa:
+        keys = _from_cache(work, results, cache, mode)
+    pending = [i for i, item in enumerate(results) if item is None]
+    with _progress(len(pending), progress) as advance:
+        for i, item in _process_all([(i, *work[i]) for i in pending], jobs or os.cpu_count() or 1, mode, advance):
+            results[i] = item
+    if cache is not None:
+        for i, key in keys.items():
+            item = results[i]
+            if item is not None and not item.result.internal_error and not item.fixed and not item.diff:
+                cache.put(key, Entry(item.result.findings, item.problems))
+    run.files = [item for item in results if item is not None]
     _collect_problems(run)
     return run
+
+
+def _from_cache(work, results: list, cache: Cache, mode: Mode) -> dict[int, str]:
+    """Fill `results` with cache hits; return the keys of the misses, to store their results later.
+
+    Entries hold what a plain check found. A fix run uses a hit only when none of its findings
+    has a fix that this run would apply: the file would not change, so its findings stand.
+    """
+    misses: dict[int, str] = {}
+    for i, (path, shown, settings) in enumerate(work):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue  # the check itself reports it
+        key = cache.key(data, shown, settings, "check")
+        entry = cache.get(key)
+        if entry is not None and mode.fix:
+            unsafe = mode.unsafe or settings.unsafe_fixes
+            if any(f.fix is not None and (unsafe or f.fix.applicability is Applicability.SAFE) for f in entry.findings):
+                entry = None
+        if entry is None:
+            misses[i] = key
+        else:
+            results[i] = FileFix(FileResult(shown, list(entry.findings)), problems=list(entry.warnings))
+    return misses
+
+
+@contextmanager
+def _progress(total: int, enabled: bool):
+    """A rich progress bar on stderr for long runs on a terminal; nothing in pipes and CI logs."""
+    if not enabled or total < PROGRESS_MIN_FILES:
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal or console.is_dumb_terminal:
+        yield lambda n: None
+        return
+    with Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("files", total=total)
+        yield lambda n: bar.advance(task, n)
 
 
 def _collect_problems(run: RunResult) -> None:
@@ -146,13 +207,18 @@ def _collect_problems(run: RunResult) -> None:
         run.warnings.extend(item.problems)
 
 
-def _process_all(work: list[tuple[Path, str, Settings]], jobs: int, mode: Mode) -> Iterator[FileFix]:
-    if jobs <= 1 or len(work) < 2 * MIN_FILES_PER_JOB:
-        yield from _process_batch(work, mode)
+def _process_all(work: list[tuple[int, Path, str, Settings]], jobs: int, mode: Mode,
+                 advance=lambda n: None) -> Iterator[tuple[int, FileFix]]:
+    if jobs <= 1 or len(work) < 2 * FILES_PER_BATCH:
+        for index, path, shown, settings in work:
+            yield index, _process(path, shown, settings, mode)
+            advance(1)
         return
-    # Interleave files over batches so that large neighbouring files spread out.
-    batches = [work[i::jobs * 4] for i in range(jobs * 4)]
-    batches = [b for b in batches if b]
+    # Small batches handed out as workers free up: a large file holds up one batch, not a share.
+    batches = [work[i:i + FILES_PER_BATCH] for i in range(0, len(work), FILES_PER_BATCH)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for results in pool.map(_process_batch, batches, [mode] * len(batches)):
-            yield from results
+        futures = [pool.submit(_process_batch, [item[1:] for item in batch], mode) for batch in batches]
+        for batch, future in zip(batches, futures):
+            for (index, *_), item in zip(batch, future.result()):
+                yield index, item
+            advance(len(batch))

@@ -1,0 +1,113 @@
+"""The result cache: a file whose bytes, path, settings and synclint are unchanged is not checked again.
+
+Entries are content-addressed: the name of an entry is the hash of everything that decides a
+file's findings (its bytes, the path it is shown as, the settings that change results, and a
+fingerprint of synclint's own code and of any `extend-rules` folder). An entry is never
+modified once written, only created by an atomic rename, so two runs that share the cache
+cannot corrupt it or read half an entry; the worst they do is both write the same entry.
+Switching branches back and forth hits the cache both ways. `synclint clean` removes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from synclint import __version__
+
+DEFAULT_DIR = ".synclint_cache"
+FORMAT = 1  # bump when the pickled content changes shape
+
+
+@dataclass(frozen=True)
+class Entry:
+    findings: list  # list[Finding]
+    warnings: list  # list[str]: unknown noqa codes and the like, shown again on a hit
+
+
+def code_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:
+    """Changes whenever synclint's code, its rules or a user's rule folder change (sizes and mtimes)."""
+    import synclint
+
+    folders = [Path(synclint.__file__).parent]
+    rules = __import__("synclint.rules", fromlist=["__path__"])
+    folders += [Path(p) for p in rules.__path__]
+    folders += list(extra_folders)
+    digest = hashlib.sha256(f"{__version__}:{FORMAT}".encode())
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(root, name))
+                    digest.update(f"{root}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
+class Cache:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.entries = directory / f"v{FORMAT}"
+        self._fingerprints: dict[tuple, str] = {}
+        self.writable = True
+
+    def key(self, data: bytes, shown: str, settings, mode_key: str) -> str:
+        extra = tuple(settings.extend_rules)
+        fingerprint = self._fingerprints.get(extra)
+        if fingerprint is None:
+            fingerprint = self._fingerprints[extra] = code_fingerprint(extra)
+        digest = hashlib.sha256()
+        for part in (fingerprint, settings.cache_key(), mode_key, shown):
+            digest.update(part.encode("utf-8", "surrogateescape"))
+            digest.update(b"\0")
+        digest.update(data)
+        return digest.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.entries / key[:2] / key[2:]
+
+    def get(self, key: str) -> Entry | None:
+        try:
+            with open(self._path(key), "rb") as handle:
+                entry = pickle.load(handle)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+            return None  # missing, or written by another version: a miss
+        return entry if isinstance(entry, Entry) else None
+
+    def put(self, key: str, entry: Entry) -> None:
+        if not self.writable:
+            return
+        path = self._path(key)
+        try:
+            if not self.directory.exists():
+                self._create()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(entry, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except OSError:
+            self.writable = False  # a read-only checkout: run without storing, say nothing
+
+    def _create(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / ".gitignore").write_text("# Created by synclint\n*\n")
+        (self.directory / "CACHEDIR.TAG").write_text(
+            "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by synclint.\n"
+        )
+
+
+def clean(directory: Path) -> bool:
+    """Remove the cache folder; False when there was none."""
+    import shutil
+
+    if not directory.exists():
+        return False
+    if not (directory / "CACHEDIR.TAG").exists() and not (directory / f"v{FORMAT}").exists():
+        raise OSError(f"{directory} does not look like a synclint cache; not removing it")
+    shutil.rmtree(directory)
+    return True

@@ -1,0 +1,103 @@
+"""The result cache: hits are used, anything that changes results misses, sharing it is safe."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+from conftest import run_cli
+
+from synclint.cache import Entry
+
+SYNC = "import torch\nx = torch.zeros(1, device='cuda')\nif x.any():\n    pass\n"
+
+
+def check(tmp_path, *args):
+    proc = run_cli("check", "--output-format", "concise", *args, cwd=tmp_path)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def entries(tmp_path, name=".synclint_cache"):
+    return sorted(p for p in (tmp_path / name).rglob("*") if p.is_file() and p.parent.parent.name == "v1")
+
+
+def poison(tmp_path):
+    """Replace every entry by one finding-free result: a run that then reports nothing read the cache."""
+    for path in entries(tmp_path):
+        path.write_bytes(pickle.dumps(Entry([], [])))
+
+
+def test_second_run_reads_the_cache(tmp_path):
+    (tmp_path / "a.py").write_text(SYNC)
+    first = check(tmp_path, ".")
+    assert first.returncode == 1 and len(entries(tmp_path)) == 1
+    assert (tmp_path / ".synclint_cache" / ".gitignore").read_text().endswith("*\n")
+    assert check(tmp_path, ".").stdout == first.stdout
+    poison(tmp_path)
+    assert check(tmp_path, ".").returncode == 0  # served from the (poisoned) cache
+    assert check(tmp_path, "--no-cache", ".").returncode == 1  # --no-cache reads nothing
+
+
+def test_changes_to_the_file_or_the_settings_miss(tmp_path):
+    (tmp_path / "a.py").write_text(SYNC)
+    check(tmp_path, ".")
+    poison(tmp_path)
+    (tmp_path / "a.py").write_text(SYNC + "\n")
+    assert check(tmp_path, ".").returncode == 1  # new bytes: checked again
+    poison(tmp_path)
+    assert check(tmp_path, "--min-confidence", "low", ".").returncode == 1  # other settings: checked again
+    (tmp_path / "pyproject.toml").write_text('[tool.synclint]\nignore = ["SYNC101"]\n')
+    assert check(tmp_path, ".").returncode == 0
+
+
+def test_no_cache_writes_nothing_and_cache_dir_moves_it(tmp_path):
+    (tmp_path / "a.py").write_text(SYNC)
+    check(tmp_path, "--no-cache", ".")
+    assert not (tmp_path / ".synclint_cache").exists()
+    check(tmp_path, "--cache-dir", "elsewhere", ".")
+    assert not (tmp_path / ".synclint_cache").exists() and entries(tmp_path, "elsewhere")
+
+
+def test_clean_removes_the_cache(tmp_path):
+    (tmp_path / "a.py").write_text(SYNC)
+    check(tmp_path, ".")
+    proc = run_cli("clean", cwd=tmp_path)
+    assert proc.returncode == 0 and "Removed" in proc.stderr
+    assert not (tmp_path / ".synclint_cache").exists()
+    assert "No cache at" in run_cli("clean", cwd=tmp_path).stderr
+    (tmp_path / "notes").mkdir()
+    proc = run_cli("clean", "--cache-dir", "notes", cwd=tmp_path)
+    assert proc.returncode == 2 and "does not look like a synclint cache" in proc.stderr
+    assert (tmp_path / "notes").exists()
+
+
+def test_a_read_only_cache_is_used_without_writing(tmp_path):
+    (tmp_path / "a.py").write_text(SYNC)
+    (tmp_path / ".synclint_cache").write_text("not a folder")  # cannot create entries under it
+    proc = check(tmp_path, ".")
+    assert proc.returncode == 1 and proc.stderr == ""
+
+
+def test_two_runs_sharing_the_cache_agree(tmp_path):
+    for i in range(60):
+        (tmp_path / f"m{i}.py").write_text(SYNC * (1 + i % 3))
+    cmd = [sys.executable, "-m", "synclint", "check", "--output-format", "concise", "."]
+    procs = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert all(err == "" for _, err in outputs), outputs
+    assert len({out for out, _ in outputs}) == 1
+    assert check(tmp_path, ".").stdout == outputs[0][0]
+    assert not [p for p in (tmp_path / ".synclint_cache").rglob(".tmp-*")]  # no half-written entries left
+
+
+def test_fix_skips_cached_files_without_fixes_and_fixes_the_rest(tmp_path):
+    (tmp_path / "clean.py").write_text(SYNC)  # SYNC101 here has no fix
+    (tmp_path / "fixable.py").write_text("import torch\ny = torch.tensor([1, 2], device='cuda')\n")
+    check(tmp_path, ".")
+    proc = run_cli("check", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert "Fixed 1 finding" in proc.stderr
+    assert "non_blocking=True" in (tmp_path / "fixable.py").read_text()
+    assert (tmp_path / "clean.py").read_text() == SYNC
