@@ -10,14 +10,13 @@ from synclint.patterns import (
     HOST_DATA_CONSTRUCTORS,
     gpu_copy_target,
     keyword_arg,
-    local_assignments,
     method_call,
     one_line,
     parameter,
-    self_attribute_assignments,
     with_keyword_value,
 )
 from synclint.rule import Invalid, Replacement, Rule, Valid
+from synclint.traversal import walk
 
 # Tensor methods whose result may share memory with the tensor they are called on (views,
 # no-op conversions, in-place ops return their receiver too): a copy from such a result
@@ -169,7 +168,6 @@ class BlockingHostToDevice(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         attr = method_call(node, "to", "cuda", "copy_")
@@ -317,7 +315,7 @@ class BlockingHostToDevice(Rule):
             )
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             cls = self.ctx.devices.class_of(self.ctx.current_function())
-            values = self_attribute_assignments(cls).get(expr.attr.value) if cls is not None else None
+            values = self.ctx.attribute_assignments(cls).get(expr.attr.value) if cls is not None else None
             return bool(values) and all(self._is_pinned(value, seen) for value in values)
         return False
 
@@ -330,9 +328,7 @@ class BlockingHostToDevice(Rule):
         return self._assignments_in(scope).get(name)
 
     def _assignments_in(self, scope: cst.Module | cst.FunctionDef) -> dict[str, list[cst.BaseExpression | None]]:
-        if id(scope) not in self._assignments:
-            self._assignments[id(scope)] = local_assignments(scope)
-        return self._assignments[id(scope)]
+        return self.ctx.assignments(scope)
 
     def _unknown_device_confidence(
         self, call: cst.Call, source: cst.BaseExpression, origin: Where
@@ -455,7 +451,7 @@ def _places_on_a_device(func: cst.FunctionDef) -> bool:
                 self.found = True
 
     finder = Finder()
-    func.visit(finder)
+    walk(func, finder)
     return finder.found
 
 

@@ -10,7 +10,6 @@ from synclint.patterns import (
     BoolTensors,
     in_cpu_module,
     keyword_arg,
-    local_assignments,
     one_line,
     parameter,
     with_keyword_arg,
@@ -159,7 +158,6 @@ class DataDependentShape(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._written: set[int] = set()  # subscripts being assigned: `x[mask] = 0` does not wait
-        self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._is_bool = BoolTensors(self)
 
     # ---- calls -------------------------------------------------------------------------
@@ -264,9 +262,7 @@ class DataDependentShape(Rule):
     def _size_in_scope(self, op: str) -> str | None:
         """The one host value in scope named like the size `op` needs, else None."""
         scope = self.ctx.scopes[-1]
-        if id(scope) not in self._assignments:
-            self._assignments[id(scope)] = local_assignments(scope)
-        assigned = self._assignments[id(scope)]
+        assigned = self.ctx.assignments(scope)
         found = []
         for name in SIZE_NAMES[op]:
             is_parameter = isinstance(scope, cst.FunctionDef) and parameter(scope, name) is not None

@@ -6,8 +6,9 @@ import libcst as cst
 
 from synclint.devices import dotted_name
 from synclint.model import Confidence
-from synclint.patterns import local_assignments, one_line, parameter, self_attribute_assignments
+from synclint.patterns import one_line, parameter
 from synclint.rule import Invalid, Rule, Valid
+from synclint.traversal import walk
 
 # Modules whose `synchronize()` waits for everything queued on the device.
 DEVICE_MODULES = frozenset({"torch.cuda", "torch.accelerator", "torch.xpu", "torch.mps", "torch.npu"})
@@ -108,8 +109,6 @@ class ExplicitSynchronize(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._locals: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
-        self._attributes: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._helpers: dict[int, tuple[str, bool] | None] = {}  # helper function -> its synchronize
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -218,16 +217,12 @@ class ExplicitSynchronize(Rule):
         """What a local name, or `self.x` in any method of the class, was assigned."""
         scope = self.ctx.scopes[-1]
         if isinstance(receiver, cst.Name):
-            if id(scope) not in self._locals:
-                self._locals[id(scope)] = local_assignments(scope)
-            return [v for v in self._locals[id(scope)].get(receiver.value, []) if v is not None]
+            return [v for v in self.ctx.assignments(scope).get(receiver.value, []) if v is not None]
         if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
             cls = self.ctx.devices.class_of(self.ctx.current_function())
             if cls is None:
                 return []
-            if id(cls) not in self._attributes:
-                self._attributes[id(cls)] = self_attribute_assignments(cls)
-            return self._attributes[id(cls)].get(receiver.attr.value, [])
+            return self.ctx.attribute_assignments(cls).get(receiver.attr.value, [])
         return []
 
     def _annotated_kind(self, receiver: cst.BaseExpression) -> str | None:
@@ -275,11 +270,13 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 def _statement_count(statement: cst.CSTNode) -> int:
     """How many statements `statement` is, counting those nested in its blocks."""
     counter = _StatementCounter()
-    statement.visit(counter)
+    walk(statement, counter)
     return counter.count
 
 
 class _StatementCounter(cst.CSTVisitor):
+    walks_trivia = False  # counts statements only
+
     def __init__(self) -> None:
         super().__init__()
         self.count = 0
@@ -307,5 +304,5 @@ def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
         def visit_Call(self, node: cst.Call) -> None:
             calls.append(node)
 
-    node.visit(Collector())
+    walk(node, Collector())
     return calls

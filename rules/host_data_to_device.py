@@ -13,7 +13,6 @@ from synclint.patterns import (
     HOST_DATA_CONSTRUCTORS,
     gpu_copy_target,
     keyword_arg,
-    local_assignments,
     method_call,
     one_line,
     parameter,
@@ -59,7 +58,8 @@ class HostDataToDevice(Rule):
     code = "SYNC103"
     name = "host-data-to-device"
     summary = "A GPU tensor is built from Python or numpy data by a blocking copy, so the host waits for the GPU"
-    prefilter = ("tensor(", "from_numpy(", "asarray(")
+    # The constructors are named by a torch import (so the file says `torch`); `new_tensor` is a method.
+    prefilter = ("torch", "new_tensor")
     options = {
         "async-h2d-helper": Option(
             str,
@@ -435,7 +435,7 @@ class HostDataToDevice(Rule):
         param = parameter(scope, data.value) if isinstance(scope, cst.FunctionDef) else None
         if param is not None:
             return self._annotated_kind(param.annotation.annotation) if param.annotation else DataKind.UNKNOWN
-        values = local_assignments(scope).get(data.value) or [None]
+        values = self.ctx.assignments(scope).get(data.value) or [None]
         kinds = {self._data_kind(v, seen | {data.value}) if v is not None else DataKind.UNKNOWN for v in values}
         return kinds.pop() if len(kinds) == 1 else DataKind.UNKNOWN
 

@@ -12,7 +12,6 @@ from synclint.patterns import (
     bool_operands,
     in_cpu_module,
     keyword_arg,
-    local_assignments,
     method_call,
     one_line,
     parameter,
@@ -168,7 +167,6 @@ class HostRead(Rule):
         self._tested_items: set[int] = set()
         # Subscripts being assigned (to the value written) or deleted (to None).
         self._written: dict[int, cst.BaseExpression | None] = {}
-        self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._is_bool = BoolTensors(self)
 
     # ---- what SYNC101 already reports --------------------------------------------------
@@ -402,9 +400,7 @@ class HostRead(Rule):
         param = parameter(scope, name) if isinstance(scope, cst.FunctionDef) else None
         if param is not None:
             return param.annotation is not None and _is_sequence_annotation(param.annotation.annotation)
-        if id(scope) not in self._assignments:
-            self._assignments[id(scope)] = local_assignments(scope)
-        values = self._assignments[id(scope)].get(name, [])
+        values = self.ctx.assignments(scope).get(name, [])
         return bool(values) and all(value is not None and self._is_host_sequence(value, seen) for value in values)
 
     # ---- reporting ---------------------------------------------------------------------

@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-import libcst.matchers as m
 
 from synclint.devices import dotted_name
 from synclint.model import Applicability, Confidence
-from synclint.patterns import method_call
+from synclint.patterns import find_all, method_call
 from synclint.rule import Invalid, Replacement, Rule, Valid
 
 # Names of sentinel constants that mark unfilled slots at the end of a list.
@@ -166,7 +165,8 @@ class PlaceholderForwardScan(Rule):
         # The receiver and sentinel are evaluated on every step of the scan: no calls, and
         # no reference to the index being computed.
         for expr in (receiver, sentinel):
-            if m.findall(expr, m.Call() | m.Await() | m.NamedExpr() | m.Name(target.value)):
+            found = find_all(expr, cst.Call, cst.Await, cst.NamedExpr, cst.Name)
+            if any(not isinstance(node, cst.Name) or node.value == target.value for node in found):
                 return None
         i, lst, value = target.value, self.code_of(receiver), self.code_of(sentinel)
         newline, indentation = self.ctx.module.default_newline, self.ctx.indentation()

@@ -6,18 +6,16 @@ import enum
 import re
 
 import libcst as cst
-import libcst.matchers as m
 
 from synclint.devices import Place, dotted_name
 from synclint.model import Applicability, Confidence
 from synclint.patterns import (
     MASK_NAME,
+    find_all,
     in_cpu_module,
-    local_assignments,
     method_call,
     one_line,
     parameter,
-    self_attribute_assignments,
     statements_code,
     tensor_phrase,
 )
@@ -215,7 +213,6 @@ class ScalarWriteToDevice(Rule):
         # The `for` loops around the statement being visited, each with its indentation.
         self._loops: list[tuple[cst.For, str]] = []
         self._line_of: dict[int, cst.SimpleStatementLine] = {}
-        self._assigned: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._loop_counters: dict[int, set[str]] = {}
 
     def visit_For(self, node: cst.For) -> None:
@@ -346,7 +343,7 @@ class ScalarWriteToDevice(Rule):
         scope = self.ctx.current_function() or self.ctx.module
         if id(scope) not in self._loop_counters:
             counters: set[str] = set()
-            for loop in m.findall(scope, m.For() | m.CompFor()):
+            for loop in find_all(scope, cst.For, cst.CompFor):
                 func = loop.iter.func if isinstance(loop.iter, cst.Call) else None
                 name = func.value if isinstance(func, cst.Name) else None
                 if name == "range" and isinstance(loop.target, cst.Name):
@@ -407,9 +404,7 @@ class ScalarWriteToDevice(Rule):
     def _assignments(self, scope: cst.Module | cst.FunctionDef | None = None) -> dict[str, list[cst.BaseExpression | None]]:
         """What each name is assigned in `scope`, by default the function being visited (cached)."""
         scope = scope or self.ctx.current_function() or self.ctx.module
-        if id(scope) not in self._assigned:
-            self._assigned[id(scope)] = local_assignments(scope)
-        return self._assigned[id(scope)]
+        return self.ctx.assignments(scope)
 
     def _rank(self, tensor: cst.BaseExpression) -> int | None:
         """The number of dimensions of a tensor made in this function or class, when every
@@ -418,7 +413,7 @@ class ScalarWriteToDevice(Rule):
             made = self._assignments().get(tensor.value, [])
         elif isinstance(tensor, cst.Attribute) and isinstance(tensor.value, cst.Name) and tensor.value.value == "self":
             cls = self.ctx.devices.self_class(self.ctx.current_function())
-            made = self_attribute_assignments(cls).get(tensor.attr.value, []) if cls is not None else []
+            made = self.ctx.attribute_assignments(cls).get(tensor.attr.value, []) if cls is not None else []
         else:
             return None
         ranks = {self._factory_rank(value) for value in made}
@@ -459,7 +454,7 @@ class ScalarWriteToDevice(Rule):
         loop, indentation = self._loops[-1]
         if loop.orelse is not None or not _reaches_through_ifs(loop.body, line) or not _ends_plainly(loop):
             return None
-        if m.findall(loop.body, m.Return() | m.Yield() | m.Raise() | m.Await()):
+        if find_all(loop.body, cst.Return, cst.Yield, cst.Raise, cst.Await):
             return None
         receiver = dotted_name(target.value)
         if receiver is None or any(kind is not Index.INTEGER for kind in kinds):
@@ -467,11 +462,11 @@ class ScalarWriteToDevice(Rule):
         positions = [element.slice.value for element in target.slice]
         if any(self.where(position).place is not Place.HOST for position in positions):
             return None  # a device scalar in a host list would be copied back one by one
-        bound = set(local_assignments(loop))  # names the loop rebinds, its own target included
+        bound = set(self.ctx.assignments(loop))  # names the loop rebinds, its own target included
         root = receiver.split(".", 1)[0]
         if root in bound or not _is_invariant(assign.value, bound, self.qualname):
             return None
-        uses = m.findall(loop.body, m.Name() | m.Attribute())
+        uses = find_all(loop.body, cst.Name, cst.Attribute)
         if any(dotted_name(use) == receiver for use in uses if use is not target.value):
             return None  # the loop reads or writes the tensor elsewhere: the writes must stay in order
         lists, indices = self._fresh_names(len(positions))
@@ -516,7 +511,7 @@ class ScalarWriteToDevice(Rule):
             bases = ["rows", "cols"]
         else:
             bases = [f"dim{k}" for k in range(count)]
-        taken = {name.value for name in m.findall(self.ctx.current_function() or self.ctx.module, m.Name())}
+        taken = {name.value for name in find_all(self.ctx.current_function() or self.ctx.module, cst.Name)}
         suffix = ""
         number = 1
         while any(f"{base}_{kind}{suffix}" in taken for base in bases for kind in ("list", "idx")):
@@ -578,13 +573,13 @@ def _ends_plainly(loop: cst.For) -> bool:
 def _is_invariant(value: cst.BaseExpression, bound: set[str], qualname) -> bool:
     """Whether `value` is the same on every iteration: literals, and names the loop does not
     rebind, combined by operators and pure calls (`float("inf")`, `torch.finfo(t).min`)."""
-    for call in m.findall(value, m.Call()):
+    for call in find_all(value, cst.Call):
         name = call.func.value if isinstance(call.func, cst.Name) else qualname(call.func)
         if name not in ("float", "int", "bool", "torch.finfo", "torch.iinfo"):
             return False
-    if m.findall(value, m.NamedExpr() | m.Await() | m.Yield() | m.Lambda()):
+    if find_all(value, cst.NamedExpr, cst.Await, cst.Yield, cst.Lambda):
         return False
-    return not any(name.value in bound for name in m.findall(value, m.Name()))
+    return not any(name.value in bound for name in find_all(value, cst.Name))
 
 
 def _names_scalar(annotation: cst.BaseExpression) -> bool:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from synclint.model import Applicability, Confidence
-from synclint.patterns import bool_operands, logical_nodes, method_call, statements_code, tensor_phrase
+from synclint.patterns import bool_operands, find_all, logical_nodes, method_call, statements_code, tensor_phrase
 from synclint.rule import Invalid, Replacement, Rule, Valid
 
 GUARDED_CLAMP = """import torch
@@ -152,7 +151,7 @@ class SyncInCondition(Rule):
             return None
         (target,) = checked
         body = node.body.body
-        if any(m.findall(stmt, m.Return() | m.Raise() | m.Break() | m.Continue()) for stmt in body):
+        if any(find_all(stmt, cst.Return, cst.Raise, cst.Break, cst.Continue) for stmt in body):
             return None
         if not any(self._clamps(stmt, target) for stmt in body):
             return None
@@ -177,7 +176,7 @@ class SyncInCondition(Rule):
         return None
 
     def _clamps(self, stmt: cst.CSTNode, target: str) -> bool:
-        for call in m.findall(stmt, m.Call()):
+        for call in find_all(stmt, cst.Call):
             if self.qualname(call.func) == "torch.clamp" and call.args and self.code_of(call.args[0].value) == target:
                 return True
             clamp = method_call(call, "clamp", "clamp_")

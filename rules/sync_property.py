@@ -10,6 +10,7 @@ from synclint.devices import Place, dotted_name
 from synclint.model import Applicability, Confidence
 from synclint.patterns import method_call, one_line, parameter
 from synclint.rule import Invalid, Option, Replacement, Rule, Valid
+from synclint.traversal import walk
 
 # Tensor methods that copy a tensor's data to the host and wait for it.
 HOST_COPY_METHODS = ("cpu", "item", "tolist", "numpy")
@@ -349,12 +350,14 @@ def _self_reads(func: cst.FunctionDef) -> list[str]:
             if isinstance(node.value, cst.Name) and node.value.value == "self":
                 reads.append(node.attr.value)
 
-    func.body.visit(Reads())
+    walk(func.body, Reads())
     return reads
 
 
 class _HostCopyFinder(cst.CSTVisitor):
     """The first host copy in a getter's body, with where its source lives."""
+
+    walks_trivia = False  # looks at statements and calls only
 
     def __init__(self, devices, getter: cst.FunctionDef) -> None:
         super().__init__()
@@ -364,7 +367,7 @@ class _HostCopyFinder(cst.CSTVisitor):
         self.found = None
 
     def first(self):
-        self.getter.body.visit(self)
+        walk(self.getter.body, self)
         return self.found
 
     def on_visit(self, node: cst.CSTNode) -> bool:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
 
 from synclint.devices import Where, combine, dotted_name
 from synclint.model import Applicability, Confidence
-from synclint.patterns import local_assignments, method_call, one_line
+from synclint.patterns import method_call, one_line
 from synclint.rule import Invalid, Replacement, Rule, Valid
+from synclint.traversal import walk
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,9 @@ class ValidatingCall(Rule):
     code = "SYNC109"
     name = "validating-call"
     summary = "A call checks its input on the host to raise an error, so the host waits for the GPU"
-    prefilter = ("linalg", "inverse", "cholesky", "distributions", "clip_grad_norm", "equal(", "allclose", "isin")
+    # Every function this rule knows is named through a torch import (so the file says `torch`;
+    # not "isin", which every `isinstance` contains), and each method after a dot.
+    prefilter = ("torch", re.compile(r"\.[\s\\]*(?:inverse|cholesky|equal|allclose)\b"))
     docs = """
     ## What it does
     Flags calls on CUDA tensors that copy a result to the host to validate it or to return a
@@ -176,7 +180,6 @@ class ValidatingCall(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._validation_off: bool | None = None  # set_default_validate_args(False) in the module
-        self._assigned: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}  # per scope
 
     def visit_Call(self, node: cst.Call) -> None:
         qual = self.qualname(node.func)
@@ -286,9 +289,7 @@ class ValidatingCall(Rule):
 
     def _assignments(self) -> dict[str, list[cst.BaseExpression | None]]:
         scope = self.ctx.scopes[-1]
-        if id(scope) not in self._assigned:
-            self._assigned[id(scope)] = local_assignments(scope)
-        return self._assigned[id(scope)]
+        return self.ctx.assignments(scope)
 
     def _check_clip_grad_norm(self, node: cst.Call) -> None:
         flag = _keyword(node, "error_if_nonfinite")
@@ -322,7 +323,7 @@ class ValidatingCall(Rule):
     def _module_turns_validation_off(self) -> bool:
         if self._validation_off is None:
             finder = _ValidationSwitchFinder()
-            self.ctx.module.visit(finder)
+            walk(self.ctx.module, finder)
             self._validation_off = finder.found
         return self._validation_off
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from synclint.model import Confidence
+from synclint.traversal import walk
 
 
 class Place(str, enum.Enum):
@@ -152,11 +154,17 @@ class NameConventions:
     device: tuple[str, ...] = ("*_gpu", "*_cuda")
 
     def classify(self, name: str) -> Where | None:
-        if any(fnmatch.fnmatchcase(name, pat) for pat in self.host):
+        if _any_of(self.host).match(name):
             return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a host value by its name")
-        if any(fnmatch.fnmatchcase(name, pat) for pat in self.device):
+        if _any_of(self.device).match(name):
             return device(f"{name} is on the device by its name", Confidence.MEDIUM)
         return None
+
+
+@functools.lru_cache(maxsize=None)
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One regular expression for `fnmatchcase(name, p) for p in patterns` (asked of every name)."""
+    return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns) or "(?!)")
 
 
 # Files whose code runs on the host, by their path: CPU kernels (`cpu_mla.py`, `ops/cpu/`) and
@@ -259,6 +267,7 @@ class DeviceModel:
         self._class_attrs: dict[int, dict[str, Where]] = {}
         self._returns: dict[int, Where] = {}
         self._in_progress: set[int] = set()
+        self._qualnames: dict[int, tuple[cst.BaseExpression, str | None]] = {}
         self._index(module.body, None, None)
 
     # ---- indexing ------------------------------------------------------------------
@@ -292,7 +301,14 @@ class DeviceModel:
                     self._index(block, cls, func)
 
     def qualname(self, expr: cst.BaseExpression) -> str | None:
-        return self.imports.qualify(expr)
+        """The qualified name `expr` spells, remembered per node (every rule asks it of every
+        call); the node is kept with its answer so that its id cannot be reused meanwhile."""
+        known = self._qualnames.get(id(expr))
+        if known is not None and known[0] is expr:
+            return known[1]
+        qual = self.imports.qualify(expr)
+        self._qualnames[id(expr)] = (expr, qual)
+        return qual
 
     def class_of(self, func: cst.FunctionDef | None) -> cst.ClassDef | None:
         return self.parents.get(id(func)) if func is not None else None
@@ -497,7 +513,7 @@ def _host_uses(func: cst.FunctionDef) -> dict[str, str]:
             if (method == "numpy" and _kwarg(node, "force") is None) or method == "pin_memory" or uploads:
                 uses.setdefault(func_expr.value.value, _code(node))
 
-    func.visit(Finder())
+    walk(func, Finder())
     return uses
 
 

@@ -1,26 +1,33 @@
 """Checking one file: decode, prefilter, parse, one batched traversal of all rules, filter.
 
-Positions are resolved only for files that have findings: libcst's PositionProvider
-regenerates the whole file's code, which costs as much as a second parse.
+Positions are resolved only for the reports that pass the filters, and only around them
+(`_positions`): libcst's PositionProvider regenerates the whole file's code, which on vLLM's
+largest file costs more than the rest of the check.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 import traceback
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from synclint.config import Settings
 from synclint.devices import DeviceModel, NameConventions, Where, dotted_name, is_host_code_path
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
+from synclint.patterns import local_assignments, self_attribute_assignments
 from synclint.rule import Replacement, Report, Rule
 from synclint.source import DecodeProblem, SourceText, decode, too_complex
+from synclint.traversal import TRIVIA_NAMES, walk
 
 PARSE_ERROR = ("SYNC000", "parse-error")
 INTERNAL_ERROR = ("SYNC001", "internal-error")
@@ -67,8 +74,13 @@ class FileContext:
         self.devices = DeviceModel(module, conventions, host_code=is_host_code_path(relpath))
         self.reports: list[tuple[Rule, Report]] = []
         self.in_test_file = is_test_path(relpath)
+        self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
+        self._attribute_assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         # Traversal state, kept by the batched visitor.
         self.scopes: list[cst.Module | cst.FunctionDef] = [module]
+        self.scope_blocks: list[int] = [0]  # per scope: how many blocks enclose it
+        # Per scope: the statement of its own body being visited, with how many blocks enclose it.
+        self.scope_statements: list[tuple[cst.CSTNode, int] | None] = [None]
         self.statements: list[cst.CSTNode] = []
         self.loop_depth: list[int] = [0]
         self.allowed_depth = 0
@@ -78,6 +90,21 @@ class FileContext:
         """The leading whitespace of the statement being visited (for fixes that span lines)."""
         default = self.module.default_indent
         return "".join(default if block.indent is None else block.indent for block in self.blocks)
+
+    def assignments(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
+        """`patterns.local_assignments(scope)`, found once per file for every rule that asks
+        (each walks the whole scope). Shared: read it, do not change it."""
+        found = self._assignments.get(id(scope))
+        if found is None:
+            found = self._assignments[id(scope)] = local_assignments(scope)
+        return found
+
+    def attribute_assignments(self, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+        """`patterns.self_attribute_assignments(cls)`, found once per file. Shared: do not change it."""
+        found = self._attribute_assignments.get(id(cls))
+        if found is None:
+            found = self._attribute_assignments[id(cls)] = self_attribute_assignments(cls)
+        return found
 
     def where(self, expr: cst.BaseExpression) -> Where:
         stmt = self.statements[-1] if self.statements else None
@@ -101,8 +128,23 @@ class FileContext:
 
     def add_report(self, rule: Rule, node, message, confidence, because, fix) -> None:
         report = Report(node, message, confidence, because, fix, self.context(), self.allowed_depth > 0,
-                        self.indentation())
+                        self.indentation(), self.anchors())
         self.reports.append((rule, report))
+
+    def anchors(self) -> tuple[tuple[cst.CSTNode, tuple[str, ...]], ...]:
+        """Statements whose text holds what is being visited, smallest first, each with the
+        indentation of the blocks around it: the statement of the scope's own body being
+        visited, then the function itself (where `_positions` looks for positions)."""
+        default = self.module.default_indent
+        indents = [default if block.indent is None else block.indent for block in self.blocks]
+        found = []
+        statement = self.scope_statements[-1]
+        if statement is not None:
+            found.append((statement[0], tuple(indents[: statement[1]])))
+        scope = self.scopes[-1]
+        if isinstance(scope, cst.FunctionDef):
+            found.append((scope, tuple(indents[: self.scope_blocks[-1]])))
+        return tuple(found)
 
 
 LOOP_BODIES = {
@@ -116,8 +158,37 @@ LOOP_BODIES = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _callback_names(rule: type[Rule]) -> tuple[str, ...]:
+    """A rule class's `visit_<Node>` and `leave_<Node>` methods, in `dir` order."""
+    return tuple(
+        attr for attr in dir(rule) if attr.startswith(("visit_", "leave_")) and attr.count("_") == 1
+    )
+
+
+# What the batched visitor tracks about a node, by its class (see `BatchedVisitor._kind`).
+_STATEMENT, _BLOCK, _FUNCTION, _WITH = 1, 2, 4, 8
+
+
+class RuleCrash(Exception):
+    """A rule raised while visiting a node: the run names the rule and goes on with the next file."""
+
+    def __init__(self, callback, node: cst.CSTNode, exc: Exception) -> None:
+        rule = getattr(callback, "__self__", None)
+        self.rule = f"{rule.code} ({rule.name})" if isinstance(rule, Rule) else getattr(callback, "__qualname__", "?")
+        self.node_type = type(node).__name__
+        self.exc = exc
+        super().__init__(f"{self.rule} failed on a {self.node_type}: {type(exc).__name__}: {exc}")
+
+
 class BatchedVisitor(cst.CSTVisitor):
-    """Calls every enabled rule's visit_/leave_ methods in a single walk of the tree."""
+    """Calls every enabled rule's visit_/leave_ methods in a single walk of the tree.
+
+    Run it with `walk(module, visitor, attribute_hooks=LOOP_BODIES)` (synclint.traversal): a
+    read-only walk that skips the punctuation and whitespace nodes no rule asks about. What it
+    tracks of each node and the callbacks it calls are looked up once per node class, not
+    tested per node (`isinstance` against libcst's abstract classes is slow).
+    """
 
     def __init__(self, ctx: FileContext, rules: list[Rule]) -> None:
         super().__init__()
@@ -125,40 +196,85 @@ class BatchedVisitor(cst.CSTVisitor):
         self.visitors: dict[str, list] = defaultdict(list)
         self.leavers: dict[str, list] = defaultdict(list)
         for rule in rules:
-            for attr in dir(type(rule)):
-                if attr.startswith("visit_") and attr.count("_") == 1:
+            for attr in _callback_names(type(rule)):
+                if attr.startswith("visit_"):
                     self.visitors[attr[6:]].append(getattr(rule, attr))
-                elif attr.startswith("leave_") and attr.count("_") == 1:
+                else:
                     self.leavers[attr[6:]].append(getattr(rule, attr))
+        # Whitespace and punctuation are walked only for a rule that visits some of them.
+        self.walks_trivia = bool((self.visitors.keys() | self.leavers.keys()) & TRIVIA_NAMES)
+        self._kinds: dict[type, tuple[int, tuple, tuple]] = {}
+        self._depth = 0  # of the node being visited: the module is at 1
+        self._statement_depths = [2]  # per scope: the depth of the statements of its own body
+
+    def _kind(self, cls: type) -> tuple[int, tuple, tuple]:
+        kind = 0
+        if issubclass(cls, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            kind |= _STATEMENT
+        if issubclass(cls, cst.IndentedBlock):
+            kind |= _BLOCK
+        elif issubclass(cls, cst.FunctionDef):
+            kind |= _FUNCTION
+        elif issubclass(cls, cst.With):
+            kind |= _WITH
+        found = (kind, tuple(self.visitors.get(cls.__name__, ())), tuple(self.leavers.get(cls.__name__, ())))
+        self._kinds[cls] = found
+        return found
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        ctx = self.ctx
-        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            ctx.statements.append(node)
-        if isinstance(node, cst.IndentedBlock):
-            ctx.blocks.append(node)
-        elif isinstance(node, cst.FunctionDef):
-            ctx.scopes.append(node)
-            ctx.loop_depth.append(0)
-        elif isinstance(node, cst.With) and self._allows_sync(node):
-            ctx.allowed_depth += 1
-        for callback in self.visitors.get(type(node).__name__, ()):
-            callback(node)
+        cls = type(node)
+        kind, visitors, _ = self._kinds.get(cls) or self._kind(cls)
+        self._depth += 1
+        if self._depth == self._statement_depths[-1] and hasattr(node, "leading_lines"):
+            self.ctx.scope_statements[-1] = (node, len(self.ctx.blocks))
+        if kind:
+            ctx = self.ctx
+            if kind & _STATEMENT:
+                ctx.statements.append(node)
+            if kind & _BLOCK:
+                ctx.blocks.append(node)
+            elif kind & _FUNCTION:
+                ctx.scopes.append(node)
+                ctx.scope_blocks.append(len(ctx.blocks))
+                ctx.scope_statements.append(None)
+                self._statement_depths.append(self._depth + 2)  # FunctionDef > IndentedBlock > statement
+                ctx.loop_depth.append(0)
+            elif kind & _WITH and self._allows_sync(node):
+                ctx.allowed_depth += 1
+        try:
+            for callback in visitors:
+                callback(node)
+        except (RecursionError, RuleCrash):
+            raise
+        except Exception as exc:
+            raise RuleCrash(callback, node, exc) from exc
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        ctx = self.ctx
-        for callback in self.leavers.get(type(original_node).__name__, ()):
-            callback(original_node)
-        if isinstance(original_node, cst.IndentedBlock):
-            ctx.blocks.pop()
-        elif isinstance(original_node, cst.FunctionDef):
-            ctx.scopes.pop()
-            ctx.loop_depth.pop()
-        elif isinstance(original_node, cst.With) and self._allows_sync(original_node):
-            ctx.allowed_depth -= 1
-        if isinstance(original_node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            ctx.statements.pop()
+        cls = type(original_node)
+        kind, _, leavers = self._kinds.get(cls) or self._kind(cls)
+        try:
+            for callback in leavers:
+                callback(original_node)
+        except (RecursionError, RuleCrash):
+            raise
+        except Exception as exc:
+            raise RuleCrash(callback, original_node, exc) from exc
+        self._depth -= 1
+        if kind:
+            ctx = self.ctx
+            if kind & _BLOCK:
+                ctx.blocks.pop()
+            elif kind & _FUNCTION:
+                ctx.scopes.pop()
+                ctx.scope_blocks.pop()
+                ctx.scope_statements.pop()
+                self._statement_depths.pop()
+                ctx.loop_depth.pop()
+            elif kind & _WITH and self._allows_sync(original_node):
+                ctx.allowed_depth -= 1
+            if kind & _STATEMENT:
+                ctx.statements.pop()
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         if attribute in LOOP_BODIES.get(type(node), ()):
@@ -180,7 +296,34 @@ class BatchedVisitor(cst.CSTVisitor):
 
 def rules_for_text(text: str, rules: list[type[Rule]]) -> list[type[Rule]]:
     """The rules whose prefilter words occur in the text (the cheap test before parsing)."""
-    return [rule for rule in rules if not rule.prefilter or any(word in text for word in rule.prefilter)]
+    return [
+        rule
+        for rule in rules
+        if not rule.prefilter
+        or any(word in text if isinstance(word, str) else word.search(text) for word in rule.prefilter)
+    ]
+
+
+def _no_validation(node: cst.CSTNode) -> None:
+    pass
+
+
+def parse_module(text: str) -> cst.Module:
+    """`libcst.parse_module`, without validating each node the parser builds.
+
+    Every libcst node validates its fields in `CSTNode.__post_init__` when it is built: a
+    fifth of the time of a parse, spent on trees the parser only builds valid (libcst's own
+    comment there suggests not validating when parsing). Validation is switched off for the
+    parse alone, so nodes that rules build for fixes are still checked. (Not thread-safe: a
+    node built by another thread during a parse would go unchecked; synclint checks files in
+    processes.)
+    """
+    post_init = cst.CSTNode.__post_init__
+    cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(text)
+    finally:
+        cst.CSTNode.__post_init__ = post_init  # type: ignore[method-assign]
 
 
 def check_text(
@@ -190,28 +333,33 @@ def check_text(
     candidates = rules_for_text(text, rules if rules is not None else settings.enabled_rules())
     if not candidates:
         return []
-    module = cst.parse_module(text)
+    module = parse_module(text)
     ctx = FileContext(module, settings, relpath)
     instances = [rule(ctx) for rule in candidates]
-    module.visit(BatchedVisitor(ctx, instances))
+    walk(module, BatchedVisitor(ctx, instances), attribute_hooks=LOOP_BODIES)
     if not ctx.reports:
         return []
     return _to_findings(ctx, text, relpath, settings)
 
 
 def _to_findings(ctx: FileContext, text: str, relpath: str, settings: Settings) -> list[Finding]:
-    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
-    noqa = parse_noqa(text)
     ignored_here = settings.ignored_in_file(relpath)
+    # The filters that need no position come first (low confidence, contexts, per-file
+    # ignores): positions are computed only for what is left.
+    reports = [
+        (rule, report)
+        for rule, report in ctx.reports
+        if not (report.allowed or report.confidence < settings.min_confidence)
+        and report.context not in settings.ignore_contexts
+        and not any(rule.code.startswith(prefix) for prefix in ignored_here)
+    ]
+    if not reports:
+        return []
+    positions = _positions(ctx.module, text, [report for _, report in reports])
+    noqa = parse_noqa(text)
     lines = text.splitlines()
     findings: dict[tuple, Finding] = {}
-    for rule, report in ctx.reports:
-        if report.allowed or report.confidence < settings.min_confidence:
-            continue
-        if report.context in settings.ignore_contexts:
-            continue
-        if any(rule.code.startswith(prefix) for prefix in ignored_here):
-            continue
+    for rule, report in reports:
         span = positions[report.node]
         row = span.start.line
         mark = noqa.get(row)
@@ -234,6 +382,81 @@ def _to_findings(ctx: FileContext, text: str, relpath: str, settings: Settings) 
         key = (finding.code, row, finding.location.column, finding.end_location)
         findings.setdefault(key, finding)
     return sorted(findings.values(), key=lambda f: f.sort_key)
+
+
+_NEWLINE = re.compile(r"\r\n?|\n")  # what libcst's position provider counts as a line break
+
+
+def _positions(module: cst.Module, text: str, reports: list[Report]) -> Mapping[cst.CSTNode, CodeRange]:
+    """The positions of the nodes that `reports` name (and their fixes edit).
+
+    libcst's PositionProvider regenerates the whole module's code, recording every node's
+    position, and first walks the whole tree for batchable providers it does not have: on
+    vLLM's largest file that is more than the rest of the check. A node's position depends
+    only on the text before it, so it is enough to regenerate, with positions, a statement
+    around the report (`FileContext.anchors`: the statement of the function's body, else
+    the function) at the indentation of the blocks around it, and to find where that text
+    starts in the file. The text of a statement starts a line; where it starts more than
+    one line of the file (the same statement written twice) or a node lies outside it, the
+    next anchor is tried, and after the last the whole module is regenerated as before.
+    """
+    located: dict[int, tuple[Mapping[cst.CSTNode, CodeRange], int] | None] = {}
+    positions: dict[cst.CSTNode, CodeRange] = {}
+    for report in reports:
+        nodes = [report.node]
+        if report.fix is not None:
+            nodes.extend([report.fix.node, *(node for node, _ in report.fix.more)])
+        for anchor, indents in report.anchors:
+            if id(anchor) not in located:
+                located[id(anchor)] = _positions_in(module, text, anchor, indents)
+            found = located[id(anchor)]
+            if found is not None and all(node in found[0] for node in nodes):
+                computed, shift = found
+                for node in nodes:
+                    span = computed[node]
+                    positions[node] = CodeRange(
+                        CodePosition(span.start.line + shift, span.start.column),
+                        CodePosition(span.end.line + shift, span.end.column),
+                    )
+                break
+        else:
+            return _all_positions(module)
+    return positions
+
+
+def _positions_in(
+    module: cst.Module, text: str, anchor: cst.CSTNode, indents: tuple[str, ...]
+) -> tuple[Mapping[cst.CSTNode, CodeRange], int] | None:
+    """Positions of the nodes in `anchor`, counted from its first line, and the lines before
+    that line in `text`; None when its text does not start exactly one line of `text`."""
+    provider = PositionProvider()
+    state = PositionProvidingCodegenState(
+        default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
+    )
+    state.indent_tokens.extend(indents)
+    anchor._codegen(state)
+    start = _only_line_start(text, "".join(state.tokens))
+    if start is None:
+        return None
+    return provider._computed, len(_NEWLINE.findall(text, 0, start))
+
+
+def _only_line_start(text: str, code: str) -> int | None:
+    """The offset where `code` starts a line of `text`, if it starts exactly one."""
+    found = None
+    offset = text.find(code)
+    while offset != -1:
+        before = text[offset - 1] if offset else "\n"
+        if before == "\n" or (before == "\r" and not code.startswith("\n")):
+            if found is not None:
+                return None
+            found = offset
+        offset = text.find(code, offset + 1)
+    return found
+
+
+def _all_positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
+    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 def render_node(module: cst.Module, node: cst.CSTNode, indentation: str) -> str:
@@ -326,9 +549,10 @@ def check_source(source: SourceText, relpath: str, settings: Settings, result: F
             problem_finding(PARSE_ERROR, relpath, "expression nested too deeply to analyse (recursion limit)")
         )
     except Exception as exc:  # a bug in a rule or in libcst must not end the run
-        detail = traceback.format_exc() if debug else f"{type(exc).__name__}: {exc}"
+        what = str(exc) if isinstance(exc, RuleCrash) else f"{type(exc).__name__}: {exc}"
+        detail = traceback.format_exc() if debug else what
         result.internal_error = f"{relpath}: internal error: {detail}"
         result.findings.append(
-            problem_finding(INTERNAL_ERROR, relpath, f"internal error while checking this file: {type(exc).__name__}: {exc}")
+            problem_finding(INTERNAL_ERROR, relpath, f"internal error while checking this file: {what}")
         )
     return result

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from synclint.devices import Where, device, is_host_code_path
+from synclint.traversal import walk
 
 if TYPE_CHECKING:
     from synclint.rule import Rule
@@ -166,8 +167,25 @@ def local_assignments(scope: cst.Module | cst.FunctionDef) -> dict[str, list[cst
             if node.asname is not None:
                 bind(node.asname.name, None)
 
-    scope.visit(Collector())
+    walk(scope, Collector())
     return assigned
+
+
+def find_all(node: cst.CSTNode, *types: type[cst.CSTNode]) -> list[cst.CSTNode]:
+    """The nodes of `types` in `node` (itself included), in source order: what
+    `libcst.matchers.findall(node, m.A() | m.B())` finds, on the fast walk (synclint.traversal)."""
+    found: list[cst.CSTNode] = []
+
+    class Finder(cst.CSTVisitor):
+        walks_trivia = False  # types of content only
+
+        def on_visit(self, visited: cst.CSTNode) -> bool:
+            if isinstance(visited, types):
+                found.append(visited)
+            return True
+
+    walk(node, Finder())
+    return found
 
 
 def parameter(func: cst.FunctionDef, name: str) -> cst.Param | None:
@@ -204,7 +222,7 @@ def self_attribute_assignments(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpr
             if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
                 assigned.setdefault(target.attr.value, []).append(value)
 
-    cls.visit(Collector())
+    walk(cls, Collector())
     return assigned
 
 
@@ -258,12 +276,11 @@ BOOL_RESULTS = frozenset(
 class BoolTensors:
     """Tells whether an expression is, by its form, a boolean tensor: a comparison, `~m`,
     `a & m`, `x.isnan()`, `t.bool()`, `dtype=torch.bool`, or a local name whose every
-    assignment in its function is one of these. One per rule instance (it caches each
-    scope's assignments)."""
+    assignment in its function is one of these (the file context keeps each scope's
+    assignments for all rules)."""
 
     def __init__(self, rule: "Rule") -> None:
         self.rule = rule
-        self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
 
     def __call__(self, expr: cst.BaseExpression) -> bool:
         return self._is_bool(expr, frozenset())
@@ -302,7 +319,5 @@ class BoolTensors:
         scope = self.rule.ctx.scopes[-1]
         if isinstance(scope, cst.FunctionDef) and parameter(scope, name) is not None:
             return False
-        if id(scope) not in self._assignments:
-            self._assignments[id(scope)] = local_assignments(scope)
-        values = self._assignments[id(scope)].get(name, [])
+        values = self.rule.ctx.assignments(scope).get(name, [])
         return bool(values) and all(value is not None and self._is_bool(value, seen) for value in values)

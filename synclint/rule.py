@@ -78,6 +78,9 @@ class Report:
     context: str
     allowed: bool  # inside a region where syncs are meant (`with gpu_sync_allowed():`)
     indentation: str  # of the statement being visited: replacement nodes that span lines keep it
+    # Statements around the node, smallest first, each with the indentation of the blocks
+    # around it: where the engine finds the node's position (engine._positions).
+    anchors: tuple[tuple[cst.CSTNode, tuple[str, ...]], ...] = ()
 
 
 class Rule:
@@ -87,9 +90,11 @@ class Rule:
     docs: ClassVar[str]
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
-    # Substrings at least one of which a file must contain for the rule to matter;
-    # files without any of them are never parsed for this rule. Empty: always run.
-    prefilter: ClassVar[tuple[str, ...]] = ("torch",)
+    # Substrings (or compiled regular expressions) at least one of which a file must contain
+    # for the rule to matter; files without any of them are never parsed for this rule. Empty:
+    # always run. They must be necessary: a word that every finding's file contains (a rule
+    # that knows `torch.isin` by its qualified name needs the file's `torch` import, not "isin").
+    prefilter: ClassVar[tuple[str | re.Pattern[str], ...]] = ("torch",)
     options: ClassVar[dict[str, Option]] = {}
 
     def __init__(self, ctx: "FileContext") -> None:
