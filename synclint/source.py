@@ -75,8 +75,11 @@ def decode(data: bytes) -> SourceText:
 # minutes on chains of a few thousand operators, where CPython stops with a clear error. A cheap
 # scan finds such text; CPython's own parser then decides, so ordinary files never pay for it.
 MAX_BRACKET_DEPTH = 200  # CPython's limit ("too many nested parentheses")
-_PREFIX_RUN = re.compile(r"(?:(?:[-+~]|\bnot\b|\bawait\b)\s*){100,}")
-_LONG_LINE = re.compile(r"[^\n]{5000,}")
+# Both patterns are anchored where a run or a line starts, so the scan stays linear: an
+# unanchored `[^\n]{5000,}` retries from every character of every line.
+_PREFIX_RUN = re.compile(r"(?<![-+~\s])[-+~][-+~\s]{99,}")  # one character class: no backtracking
+_WORD_RUN = re.compile(r"(?:\b(?:not|await)\s+){100,}")
+_LONG_LINE = re.compile(r"^[^\n]{5000,}", re.MULTILINE)
 _OPERATOR = re.compile(r"[-+*/%&|^<>.@([]|\b(?:and|or|if|not)\b")
 MAX_OPERATORS_PER_LINE = 1000
 
@@ -96,10 +99,15 @@ def _bracket_depth(text: str) -> int:
 
 
 def _prefix_run(text: str) -> bool:
+    """A run of 100 or more prefix operators (`- - -x`, `not not x`), outside comments."""
     for match in _PREFIX_RUN.finditer(text):
         line_start = text.rfind("\n", 0, match.start()) + 1
-        if "#" not in text[line_start : match.start()]:  # a `# ------` rule line is a comment
+        if "#" in text[line_start : match.start()]:  # a `# ------` rule line is a comment
+            continue
+        if sum(match.group().count(op) for op in "-+~") >= 100:
             return True
+    if ("not not" in text or "await await" in text) and _WORD_RUN.search(text):
+        return True
     return False
 
 

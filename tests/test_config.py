@@ -109,3 +109,46 @@ def test_extend_rules_module_that_raises_is_a_clear_error(write, tmp_path):
     proc = run_cli("check", "kernel.py", cwd=tmp_path)
     assert proc.returncode == 2
     assert "raised on import: RuntimeError: boom" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_rule_that_crashes_is_named_and_the_other_files_are_still_checked(write, tmp_path):
+    write(
+        "my_rules/crashing.py",
+        '''import libcst as cst
+from synclint.rule import Invalid, Rule
+
+
+class Crashing(Rule):
+    code = "SYNC902"
+    name = "crashing"
+    summary = "crashes on calls to boom()"
+    docs = """
+    ## What it does
+    Crashes.
+    ## Why is this bad?
+    It is a test.
+    ## Example
+    boom()
+    ## Use instead
+    Nothing.
+    ## Fix safety
+    No fix.
+    """
+    INVALID = [Invalid("boom()\\n")]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "boom":
+            raise ValueError("bad rule")
+''',
+    )
+    write("pyproject.toml", '[tool.synclint]\nextend-rules = ["my_rules"]\n')
+    write("a_crash.py", "import torch\nboom()\n")
+    write("b_fine.py", KERNEL)
+    proc = run_cli("check", ".", "--output-format", "concise", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert ("a_crash.py:1:1: SYNC001 internal error while checking this file: SYNC902 (crashing) failed on a Call: "
+            "ValueError: bad rule") in proc.stdout
+    assert "b_fine.py:" in proc.stdout  # the next file was checked
+    assert "Traceback" not in proc.stderr
+    debug = run_cli("check", ".", "--debug", "--output-format", "concise", cwd=tmp_path)
+    assert "Traceback (most recent call last)" in debug.stderr and "ValueError: bad rule" in debug.stderr
