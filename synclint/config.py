@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -114,7 +116,7 @@ class Settings:
         return ignored
 
     def is_excluded(self, relpath: str) -> bool:
-        return any(_glob_match(relpath, pattern) for pattern in (*self.exclude, *self.extend_exclude))
+        return _exclude_matcher(self.exclude + self.extend_exclude)(relpath)
 
     def cache_key(self) -> str:
         """The part of the settings that changes a file's findings."""
@@ -142,6 +144,20 @@ def _longest_prefix(code: str, selectors: tuple[str, ...]) -> int:
         elif code.startswith(selector):
             best = max(best, len(selector))
     return best
+
+
+@functools.lru_cache(maxsize=64)
+def _exclude_matcher(patterns: tuple[str, ...]):
+    """`_glob_match` against any of `patterns`, as two compiled regexes (walks ask it for every path)."""
+    whole = [p.rstrip("/") for p in patterns]
+    path_regex = re.compile("|".join(f"(?:{fnmatch.translate(p)})|(?:{fnmatch.translate(p + '/*')})" for p in whole)
+                            or "(?!)")
+    part_regex = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in whole if "/" not in p) or "(?!)")
+
+    def matches(relpath: str) -> bool:
+        return bool(path_regex.match(relpath)) or any(part_regex.match(part) for part in relpath.split("/"))
+
+    return matches
 
 
 def _glob_match(relpath: str, pattern: str) -> bool:
@@ -333,9 +349,13 @@ class SettingsResolver:
         if self.fixed is not None:
             return self.fixed
         directory = path if path.is_dir() else path.parent
-        directory = directory.resolve()
+        cached = self._by_dir.get(directory)  # as given first: resolving every file's folder is slow
+        if cached is not None:
+            return cached
+        given, directory = directory, directory.resolve()
         cached = self._by_dir.get(directory)
         if cached is not None:
+            self._by_dir[given] = cached
             return cached
         config = find_config(directory)
         settings = self._by_config.get(config)
@@ -346,5 +366,5 @@ class SettingsResolver:
                 table = read_toml_table(config) or {}
                 settings = self._finish(build_settings(table, config.parent, config))
             self._by_config[config] = settings
-        self._by_dir[directory] = settings
+        self._by_dir[directory] = self._by_dir[given] = settings
         return settings

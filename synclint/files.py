@@ -80,10 +80,13 @@ def _walk(top: Path, resolver: SettingsResolver, seen: set[Path]) -> Iterator[Ta
             continue
         visited_dirs.add((stat.st_dev, stat.st_ino))
         settings = resolver.for_path(directory)
+        # One resolve per folder, not per file: its entries' paths are the folder's plus a name.
+        base = relative_to_root(directory, settings.root)
+        prefix = "" if base == "." else base + "/"
         kept = []
         for name in sorted(dirnames):
             sub = directory / name
-            rel = relative_to_root(sub, settings.root)
+            rel = prefix + name
             if settings.is_excluded(rel) or (sub / "pyvenv.cfg").exists():
                 continue
             if settings.respect_gitignore and _git_ignored(sub, settings, is_dir=True):
@@ -94,7 +97,7 @@ def _walk(top: Path, resolver: SettingsResolver, seen: set[Path]) -> Iterator[Ta
             if not name.endswith(PYTHON_SUFFIXES):
                 continue
             path = directory / name
-            rel = relative_to_root(path, settings.root)
+            rel = prefix + name
             if settings.is_excluded(rel):
                 continue
             if settings.respect_gitignore and _git_ignored(path, settings):
