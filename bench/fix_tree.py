@@ -6,7 +6,8 @@
 Copies TREE to a temporary folder, runs `synclint check --fix` there (with `--unsafe-fixes`
 when asked), then compiles every file whose bytes changed, runs the fix a second time and
 counts the files it changed again (must be 0). Prints fixes per rule, changed files, compile
-failures and wall times. The original tree is never touched.
+failures and wall times. The original tree is never touched. `real_trees.py` imports
+`fix_copy` from here (a sibling module).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -25,8 +28,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*.py") if p.is_file()}
 
 
-def run_fix(python: str, tree: Path, unsafe: bool, config: str | None) -> tuple[float, str, int]:
-    cmd = [python, "-m", "synclint", "check", "--fix", "--exit-zero", "--output-format", "concise", "."]
+def run_fix(python: str, tree: Path, unsafe: bool, config: str | None, extra: Sequence[str] = ()) -> tuple[float, str, int]:
+    cmd = [python, "-m", "synclint", "check", "--fix", "--exit-zero", "--output-format", "concise", *extra, "."]
     if unsafe:
         cmd.append("--unsafe-fixes")
     if config:
@@ -34,6 +37,55 @@ def run_fix(python: str, tree: Path, unsafe: bool, config: str | None) -> tuple[
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
     return time.perf_counter() - start, proc.stderr, proc.returncode
+
+
+@dataclass
+class FixOutcome:
+    """What two `--fix` runs did to a copy of a tree."""
+
+    files: int  # .py files in the copy
+    changed: list[str]  # files whose bytes the first run changed
+    broken: list[str]  # "NAME: error" for each changed file that no longer compiles
+    again: list[str]  # files the second run changed again
+    wall1: float
+    wall2: float
+    rc1: int
+    rc2: int
+    log1: str  # stderr of each run
+    log2: str
+    total: int = 0  # fixes the first run applied
+    per_rule: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[str]:
+        """The stderr lines of either run that show a crash or an internal error."""
+        return [line for line in (self.log1 + self.log2).splitlines() if "Traceback" in line or "internal error" in line]
+
+
+def fix_copy(tree: Path, python: str, unsafe: bool, config: str | None = None, extra: Sequence[str] = ()) -> FixOutcome:
+    """Fix a temporary copy of `tree` twice (`extra`: more synclint options) and compare the bytes."""
+    with tempfile.TemporaryDirectory(prefix="synclint-fix-") as tmp:
+        copy = Path(tmp) / tree.name
+        shutil.copytree(tree, copy, symlinks=True)
+        before = snapshot(copy)
+        wall1, log1, rc1 = run_fix(python, copy, unsafe, config, extra)
+        after = snapshot(copy)
+        changed = sorted(name for name in after if before.get(name) != after[name])
+        broken = []
+        for name in changed:
+            try:
+                compile(after[name], name, "exec", dont_inherit=True)
+            except SyntaxError as exc:
+                broken.append(f"{name}: {exc}")
+        wall2, log2, rc2 = run_fix(python, copy, unsafe, config, extra)
+        again = sorted(name for name, data in snapshot(copy).items() if after.get(name) != data)
+
+    outcome = FixOutcome(len(before), changed, broken, again, wall1, wall2, rc1, rc2, log1, log2)
+    match = re.search(r"Fixed (\d+) findings?(?: \(([^)]*)\))?", log1)
+    outcome.total = int(match.group(1)) if match else 0
+    if match and match.group(2):
+        outcome.per_rule = {code: int(n) for code, n in (item.split(": ") for item in match.group(2).split(", "))}
+    return outcome
 
 
 def main() -> int:
@@ -44,38 +96,20 @@ def main() -> int:
     parser.add_argument("--python", default=sys.executable, help="the interpreter that has synclint")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="synclint-fix-") as tmp:
-        copy = Path(tmp) / args.tree.name
-        shutil.copytree(args.tree, copy, symlinks=True)
-        before = snapshot(copy)
-        wall1, log1, rc1 = run_fix(args.python, copy, args.unsafe, args.config)
-        after = snapshot(copy)
-        changed = sorted(name for name in after if before.get(name) != after[name])
-        broken = []
-        for name in changed:
-            try:
-                compile(after[name], name, "exec", dont_inherit=True)
-            except SyntaxError as exc:
-                broken.append(f"{name}: {exc}")
-        wall2, log2, rc2 = run_fix(args.python, copy, args.unsafe, args.config)
-        again = sorted(name for name, data in snapshot(copy).items() if after.get(name) != data)
-
-    match = re.search(r"Fixed (\d+) findings?(?: \(([^)]*)\))?", log1)
-    total = int(match.group(1)) if match else 0
-    per_rule = dict(item.split(": ") for item in match.group(2).split(", ")) if match and match.group(2) else {}
-    print(f"tree: {args.tree}  ({len(before)} files)  unsafe fixes: {'yes' if args.unsafe else 'no'}")
+    out = fix_copy(args.tree, args.python, args.unsafe, args.config)
+    print(f"tree: {args.tree}  ({out.files} files)  unsafe fixes: {'yes' if args.unsafe else 'no'}")
     print(f"{'rule':10s} {'fixes':>6s}")
-    for code, count in sorted(per_rule.items()):
-        print(f"{code:10s} {int(count):6d}")
-    print(f"{'TOTAL':10s} {total:6d}")
-    print(f"files changed: {len(changed)}; not compiling: {len(broken)}; changed again by a second run: {len(again)}")
-    print(f"wall: first run {wall1:.1f} s (exit {rc1}), second run {wall2:.1f} s (exit {rc2})")
-    for line in broken + [f"changed again: {name}" for name in again]:
+    for code, count in sorted(out.per_rule.items()):
+        print(f"{code:10s} {count:6d}")
+    print(f"{'TOTAL':10s} {out.total:6d}")
+    print(f"files changed: {len(out.changed)}; not compiling: {len(out.broken)}; "
+          f"changed again by a second run: {len(out.again)}")
+    print(f"wall: first run {out.wall1:.1f} s (exit {out.rc1}), second run {out.wall2:.1f} s (exit {out.rc2})")
+    for line in out.broken + [f"changed again: {name}" for name in out.again]:
         print("  " + line)
-    errors = [line for line in (log1 + log2).splitlines() if "Traceback" in line or "internal error" in line]
-    for line in errors[:20]:
+    for line in out.errors[:20]:
         print("  " + line)
-    return 1 if broken or again or errors else 0
+    return 1 if out.broken or out.again or out.errors else 0
 
 
 if __name__ == "__main__":
