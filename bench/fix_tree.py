@@ -29,13 +29,15 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def run_fix(python: str, tree: Path, unsafe: bool, config: str | None, extra: Sequence[str] = ()) -> tuple[float, str, int]:
-    cmd = [python, "-m", "synclint", "check", "--fix", "--exit-zero", "--output-format", "concise", *extra, "."]
+    # Run in the tree's parent: `python -m` puts its working directory first on sys.path, and a
+    # tree such as torch/ holds signal/ and random.py, which would shadow the stdlib's.
+    cmd = [python, "-m", "synclint", "check", "--fix", "--exit-zero", "--output-format", "concise", *extra, tree.name]
     if unsafe:
         cmd.append("--unsafe-fixes")
     if config:
         cmd += ["--config", config]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=tree.parent, capture_output=True, text=True)
     return time.perf_counter() - start, proc.stderr, proc.returncode
 
 
