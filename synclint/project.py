@@ -1,0 +1,427 @@
+"""Project-wide facts: which functions sync, what they return, what classes hold, across files.
+
+A one-file linter cannot see that `meta.seq_lens_cpu` is a property, defined three modules
+away, whose getter copies a device tensor to the host (vLLM PR #40654). So every checked
+file also yields a `ModuleSummary` (built in `synclint.summaries` from the same traversal and
+the same rules' reports that produce its findings, never by rules written twice):
+
+* per function, method and property: the first place where it makes the host wait, the
+  project functions it calls and the attributes of `self` it reads, what it returns (a
+  device tensor, a host tensor) or which calls' results it returns;
+* per class: its bases and what its methods store in `self.x`.
+
+`ProjectIndex` joins the summaries and computes, to a fixpoint over the call graph
+(recursion included), a `Chain` for every function that syncs, directly or through the
+functions it calls, and the place each function's result lives. A file is then checked
+with a `ProjectView`: only the facts about the names it uses from other files. A file whose
+view is empty needs no second look (see `synclint.runner`).
+
+Plain data only (no libcst): summaries travel between processes and live in the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from synclint.devices import Place, Where, join
+from synclint.model import Confidence
+
+
+# ---- where a file sits in the project ----------------------------------------------------
+
+
+def module_name(path: Path) -> tuple[str, str]:
+    """The dotted module name of a file and the package its relative imports start from.
+
+    Folders holding an `__init__.py` are packages: `vllm/v1/attention/backend.py` is
+    `vllm.v1.attention.backend`, and `vllm/v1/__init__.py` is the package `vllm.v1`.
+    """
+    path = path.absolute()
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.name.isidentifier() and folder.parent != folder:
+        parts.append(folder.name)
+        folder = folder.parent
+    name = ".".join(reversed(parts))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return name, package
+
+
+def package_root(path: Path) -> Path | None:
+    """The outermost package folder holding `path` (the tree its imports resolve in), if any."""
+    path = path.absolute()
+    folder = path if path.is_dir() else path.parent
+    root = None
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        root = folder
+        folder = folder.parent
+    return root
+
+
+@dataclass(frozen=True)
+class ProjectFile:
+    """What the engine needs to place one file in the project."""
+
+    module: str = ""  # dotted name; "" for a file outside any package
+    package: str = ""  # where its relative imports start
+    view: "ProjectView | None" = None  # facts from the rest of the project
+
+    @property
+    def top(self) -> str:
+        return self.module.split(".")[0] if "." in self.module or self.package else ""
+
+
+# ---- what one file says about itself -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SyncSite:
+    """A place where a function makes the host wait, as a rule reported it."""
+
+    code: str
+    text: str  # the expression, on one line
+    path: str
+    row: int
+    confidence: Confidence
+
+
+@dataclass
+class FunctionSummary:
+    qualname: str  # "pkg.mod.func", "pkg.mod.Class.method"
+    path: str
+    row: int
+    is_property: bool = False
+    deprecated: str | None = None  # the text of an @deprecated decorator
+    sync: SyncSite | None = None  # the first place in its own body where it syncs
+    calls: tuple[str, ...] = ()  # project functions it calls, in order ("pkg.mod.Class.m" for self.m())
+    reads: tuple[str, ...] = ()  # attributes it reads that may be properties ("pkg.mod.Class.x")
+    returns: Where | None = None  # where its result lives, when known from its own body
+    returns_calls: tuple[str, ...] = ()  # the calls whose results it returns, when that is unknown
+
+
+@dataclass
+class ClassSummary:
+    qualname: str
+    path: str
+    row: int
+    bases: tuple[str, ...]  # qualified names
+    attrs: dict[str, Where] = field(default_factory=dict)  # self.x: device or host tensors
+    fields: frozenset[str] = frozenset()  # attributes stored as plain data (not properties)
+
+
+@dataclass(frozen=True)
+class Needs:
+    """The names a file uses that other files may define: what its view is made of."""
+
+    calls: frozenset[str] = frozenset()  # qualified names of callees (and self-attribute reads)
+    classes: frozenset[str] = frozenset()  # classes it derives from or annotates values with
+    attributes: frozenset[str] = frozenset()  # attribute names read (for properties)
+
+
+@dataclass
+class ModuleSummary:
+    module: str
+    path: str
+    functions: dict[str, FunctionSummary] = field(default_factory=dict)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    needs: Needs = field(default_factory=Needs)
+
+
+# ---- what the project knows ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chain:
+    """How calling a function makes the host wait: the functions down to the sync, then the sync."""
+
+    steps: tuple[str, ...]  # qualified names, from the called function to the one that syncs
+    site: SyncSite
+    confidence: Confidence
+
+    def describe(self, first: str = "") -> str:
+        """`A -> B: `x.item()` at path:row`; `first` replaces the first step's name ("" drops it)."""
+        names = [short_name(q) for q in self.steps]
+        names[0] = first
+        path = " -> ".join(n for n in names if n)
+        return f"{path + ': ' if path else ''}`{self.site.text}` at {self.site.path}:{self.site.row}"
+
+    def called_by(self, qualname: str) -> "Chain":
+        return Chain((qualname, *self.steps), self.site, self.confidence)
+
+
+@dataclass(frozen=True)
+class FunctionFact:
+    qualname: str  # the function a name resolved to
+    path: str
+    row: int
+    chain: Chain | None = None
+    returns: Where | None = None
+    is_property: bool = False
+    deprecated: str | None = None
+
+
+@dataclass(frozen=True)
+class PropertyFact:
+    """A property whose getter makes the host wait."""
+
+    owner: str  # the class's qualified name
+    name: str
+    path: str
+    row: int
+    chain: Chain
+    deprecated: str | None = None
+
+
+@dataclass(frozen=True)
+class ProjectView:
+    """The facts about names one file uses from the rest of the project (all of them non-trivial)."""
+
+    functions: dict[str, FunctionFact] = field(default_factory=dict)  # by the name the file asked
+    class_attrs: dict[str, dict[str, Where]] = field(default_factory=dict)  # base class -> its attrs
+    class_bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # every ancestor of the file's bases
+    properties: dict[str, tuple[PropertyFact, ...]] = field(default_factory=dict)  # syncing, by name
+    fields: frozenset[str] = frozenset()  # of the attribute names asked, those some class stores as data
+
+    def __bool__(self) -> bool:
+        return bool(self.functions or self.class_attrs or self.properties)
+
+    def digest(self) -> str:
+        """Changes when any fact in the view changes (the cache keys a second look by it)."""
+        canonical = (
+            sorted(self.functions.items()),
+            sorted((k, sorted(v.items())) for k, v in self.class_attrs.items()),
+            sorted(self.class_bases.items()),
+            sorted(self.properties.items()),
+            sorted(self.fields),
+        )
+        return hashlib.sha256(pickle.dumps(canonical, protocol=4)).hexdigest()
+
+
+EMPTY_VIEW = ProjectView()
+
+
+class ProjectIndex:
+    """The summaries of many modules, and what follows from them (`solve`)."""
+
+    def __init__(self, summaries: Iterable[ModuleSummary], external: ProjectView | None = None) -> None:
+        self.external = external or EMPTY_VIEW
+        self.functions: dict[str, FunctionSummary] = {}
+        self.classes: dict[str, ClassSummary] = {}
+        for summary in summaries:
+            self.functions.update(summary.functions)
+            self.classes.update(summary.classes)
+        self._resolved: dict[str, str | None] = {}
+        self.chains: dict[str, Chain] = {}
+        self.returns: dict[str, Where] = {}
+        self._attrs: dict[str, dict[str, Where]] = {}
+        self._properties: dict[str, list[PropertyFact]] | None = None
+        self._fields: set[str] | None = None
+        self._solve()
+
+    # ---- resolution ------------------------------------------------------------------
+
+    def resolve(self, qualname: str) -> str | None:
+        """The function a called name means: itself, or a method found through the class's bases."""
+        if qualname in self._resolved:
+            return self._resolved[qualname]
+        self._resolved[qualname] = None  # a cycle of bases resolves to nothing
+        found = None
+        if qualname in self.functions:
+            found = qualname
+        else:
+            owner, _, name = qualname.rpartition(".")
+            cls = self.classes.get(owner)
+            if cls is not None:
+                for base in cls.bases:
+                    found = self.resolve(f"{base}.{name}")
+                    if found is not None:
+                        break
+        self._resolved[qualname] = found
+        return found
+
+    def fact(self, qualname: str) -> FunctionFact | None:
+        """What calling `qualname` does, from this index or from the external view."""
+        target = self.resolve(qualname)
+        if target is None:
+            return self.external.functions.get(qualname)
+        func = self.functions[target]
+        return FunctionFact(target, func.path, func.row, self.chains.get(target), self.returns.get(target),
+                            func.is_property, func.deprecated)
+
+    def class_attrs(self, qualname: str) -> dict[str, Where]:
+        """`self.x` facts of a class, its bases' first (an attribute a subclass sets wins)."""
+        if qualname in self._attrs:
+            return self._attrs[qualname]
+        external = self.external.class_attrs.get(qualname)
+        if external is not None and qualname not in self.classes:
+            return external
+        attrs: dict[str, Where] = {}
+        self._attrs[qualname] = attrs  # a cycle of bases sees a partial answer
+        cls = self.classes.get(qualname)
+        if cls is not None:
+            for base in cls.bases:
+                attrs.update(self.class_attrs(base))
+            attrs.update(cls.attrs)
+        return attrs
+
+    def ancestors(self, qualname: str) -> list[str]:
+        """The class and every base known here or in the view, nearest first."""
+        seen: list[str] = []
+        pending = [qualname]
+        while pending:
+            name = pending.pop(0)
+            if name in seen:
+                continue
+            seen.append(name)
+            cls = self.classes.get(name)
+            pending.extend(cls.bases if cls is not None else self.external.class_bases.get(name, ()))
+        return seen
+
+    def is_known_class(self, qualname: str) -> bool:
+        return qualname in self.classes or qualname in self.external.class_bases
+
+    # ---- the fixpoint ------------------------------------------------------------------
+
+    def _solve(self) -> None:
+        callers: dict[str, list[str]] = {}
+        pending: deque[str] = deque()
+        for qual, func in self.functions.items():
+            for callee in func.calls:
+                target = self.resolve(callee)
+                if target is not None:
+                    callers.setdefault(target, []).append(qual)
+                else:
+                    self._seed_external(qual, callee, pending, properties_only=False)
+            for read in func.reads:
+                target = self.resolve(read)
+                if target is not None and self.functions[target].is_property:
+                    callers.setdefault(target, []).append(qual)
+                elif target is None:
+                    self._seed_external(qual, read, pending, properties_only=True)
+            if func.sync is not None:
+                self.chains[qual] = Chain((qual,), func.sync, func.sync.confidence)
+                pending.append(qual)
+        # Breadth first from the functions that sync: every caller gets the shortest chain.
+        while pending:
+            callee = pending.popleft()
+            chain = self.chains[callee]
+            for caller in callers.get(callee, ()):
+                if caller not in self.chains:
+                    self.chains[caller] = chain.called_by(caller)
+                    pending.append(caller)
+        self._solve_returns()
+
+    def _seed_external(self, caller: str, callee: str, pending: deque[str], properties_only: bool) -> None:
+        fact = self.external.functions.get(callee)
+        if fact is None or fact.chain is None or (properties_only and not fact.is_property):
+            return
+        if caller not in self.chains:
+            self.chains[caller] = fact.chain.called_by(caller)
+            pending.append(caller)
+
+    def _solve_returns(self) -> None:
+        for qual, func in self.functions.items():
+            if func.returns is not None:
+                self.returns[qual] = func.returns
+        symbolic = [(q, f) for q, f in self.functions.items() if f.returns is None and f.returns_calls]
+        for _ in range(10):  # chains of helpers returning helpers' results; bounded
+            changed = False
+            for qual, func in symbolic:
+                found = [self._returned(callee) for callee in func.returns_calls]
+                if any(w is None for w in found):
+                    continue  # one path returns something unknown: say nothing
+                result = found[0]
+                for other in found[1:]:
+                    result = join(result, other)
+                if result.place is not Place.UNKNOWN and self.returns.get(qual) != result:
+                    self.returns[qual] = result
+                    changed = True
+            if not changed:
+                break
+
+    def _returned(self, callee: str) -> Where | None:
+        target = self.resolve(callee)
+        if target is not None:
+            return self.returns.get(target)
+        fact = self.external.functions.get(callee)
+        return fact.returns if fact is not None else None
+
+    # ---- properties -------------------------------------------------------------------
+
+    def property_map(self) -> dict[str, list[PropertyFact]]:
+        """Syncing properties defined in the indexed files, by name."""
+        if self._properties is None:
+            self._properties = {}
+            for qual, func in self.functions.items():
+                chain = self.chains.get(qual)
+                if func.is_property and chain is not None:
+                    owner, _, prop = qual.rpartition(".")
+                    fact = PropertyFact(owner, prop, func.path, func.row, chain, func.deprecated)
+                    self._properties.setdefault(prop, []).append(fact)
+        return self._properties
+
+    def syncing_properties(self, name: str) -> list[PropertyFact]:
+        """The properties called `name`, here or in the view, whose getter makes the host wait."""
+        return self.property_map().get(name, []) + list(self.external.properties.get(name, ()))
+
+    def is_plain_field(self, name: str) -> bool:
+        """Whether some class stores an attribute `name` as data: a read of `x.name` on a value
+        of unknown class may be that field rather than a property."""
+        if self._fields is None:
+            self._fields = set()
+            for cls in self.classes.values():
+                self._fields.update(cls.fields)
+        return name in self._fields or name in self.external.fields
+
+    # ---- what one file needs ---------------------------------------------------------------
+
+    def view_for(self, summary: ModuleSummary) -> ProjectView:
+        """The non-trivial facts about the names `summary`'s file uses from other files."""
+        own = summary.functions.keys() | summary.classes.keys()
+        functions: dict[str, FunctionFact] = {}
+        for name in sorted(summary.needs.calls):
+            if name in own:
+                continue
+            fact = self.fact(name)
+            if fact is None or fact.qualname in summary.functions:
+                continue
+            returns = fact.returns if fact.returns is not None and fact.returns.is_tensor else None
+            if fact.chain is not None or returns is not None:
+                functions[name] = FunctionFact(fact.qualname, fact.path, fact.row, fact.chain, returns,
+                                               fact.is_property, fact.deprecated)
+        class_attrs: dict[str, dict[str, Where]] = {}
+        class_bases: dict[str, tuple[str, ...]] = {}
+        for base in sorted(summary.needs.classes):
+            if base in summary.classes:
+                continue
+            attrs = {k: v for k, v in self.class_attrs(base).items() if v.is_tensor}
+            if attrs:
+                class_attrs[base] = attrs
+            for name in self.ancestors(base):
+                cls = self.classes.get(name)
+                if cls is not None and name not in summary.classes:
+                    class_bases[name] = cls.bases
+        properties: dict[str, tuple[PropertyFact, ...]] = {}
+        fields = set()
+        for name in sorted(summary.needs.attributes & self.property_map().keys()):
+            found = tuple(p for p in self.syncing_properties(name) if not p.path == summary.path)
+            if found:
+                properties[name] = found
+                if self.is_plain_field(name):
+                    fields.add(name)
+        if not (functions or class_attrs or properties):
+            return EMPTY_VIEW
+        return ProjectView(functions, class_attrs, class_bases, properties, frozenset(fields))
+
+
+def short_name(qualname: str) -> str:
+    """`pkg.mod.Class.method` -> `Class.method`; `pkg.mod.func` -> `func` (for messages)."""
+    parts = qualname.split(".")
+    if len(parts) >= 2 and parts[-2][:1].isupper():
+        return ".".join(parts[-2:])
+    return parts[-1]

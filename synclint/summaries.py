@@ -1,0 +1,250 @@
+"""One file's `ModuleSummary` (see synclint.project), taken from the walk that finds its findings.
+
+`CallRecorder` rides along in the batched traversal and notes, per function, the project
+functions it calls, the attributes it reads that may be properties, and the calls whose
+results it returns. `summarize` adds what the rules reported (the first place each function
+makes the host wait) and what the device model knows (returns, class attributes).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from synclint.devices import DeviceModel, Place, _block, _child_blocks, _is_property, dotted_name
+from synclint.model import Confidence
+from synclint.noqa import parse_noqa
+from synclint.patterns import one_line
+from synclint.project import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite
+
+_ATTRIBUTE_NAMES = re.compile(r"\.\s*([A-Za-z_]\w*)")
+_DEPRECATED_TEXT = 160  # characters of a deprecation message kept for reports
+
+
+class CallRecorder:
+    """Visits calls and attribute reads for the summary (not a rule: it reports nothing)."""
+
+    code = "summary"  # how a crash in it is named
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.devices: DeviceModel = ctx.devices
+        self.calls: dict[str, list[str]] = {}  # function qualname -> callees, in order
+        self.reads: dict[str, list[str]] = {}
+        self.returns: dict[str, list[str | None]] = {}  # per `return`: the callee, None if not a call
+        self.classes_named: set[str] = set()  # receiver classes from annotations
+        self.generators: set[int] = set()  # id() of functions holding a `yield`
+
+    def owner(self) -> str | None:
+        """The summarised function holding the node: nested functions count as their enclosing one."""
+        for scope in reversed(self.ctx.scopes):
+            if isinstance(scope, cst.FunctionDef):
+                qual = self.devices.function_qualname(scope)
+                if qual is not None:
+                    return qual
+        return None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        owner = self.owner()
+        if owner is None:
+            return
+        callee = self.devices.callee_qualname(node.func, self.ctx.scopes[-1])
+        if callee is not None:
+            self.calls.setdefault(owner, []).append(callee)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if not isinstance(node.value, cst.Name):
+            return
+        owner = self.owner()
+        if owner is None:
+            return
+        cls = self.devices.receiver_class(node.value, self.ctx.scopes[-1])
+        if cls is not None:
+            self.reads.setdefault(owner, []).append(f"{cls}.{node.attr.value}")
+            if node.value.value not in ("self", "cls"):
+                self.classes_named.add(cls)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        func = self.ctx.current_function()
+        if func is not None:
+            self.generators.add(id(func))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        owner = self.owner()
+        if owner is None or node.value is None or self.ctx.current_function() is None:
+            return
+        if self.devices.function_qualname(self.ctx.current_function()) != owner:
+            return  # a nested function's return is not its enclosing function's
+        callee = None
+        if isinstance(node.value, cst.Call):
+            callee = self.devices.callee_qualname(node.value.func, self.ctx.scopes[-1])
+        self.returns.setdefault(owner, []).append(callee)
+
+
+def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -> ModuleSummary:
+    """The summary of the file `ctx` walked. `positions(reports)` locates reports (engine._positions)."""
+    devices = ctx.devices
+    summary = ModuleSummary(ctx.project.module, relpath)
+    for func, cls in _functions(devices):
+        qual = devices.function_qualname(func)
+        if qual is None:
+            continue
+        is_property = _is_property(func)
+        summary.functions[qual] = FunctionSummary(
+            qualname=qual,
+            path=relpath,
+            row=0,  # filled below for the functions a report may name
+            is_property=is_property,
+            deprecated=_deprecation(func) if is_property else None,
+            calls=tuple(dict.fromkeys(recorder.calls.get(qual, ()))),
+            reads=tuple(dict.fromkeys(recorder.reads.get(qual, ()))),
+        )
+    _add_syncs(ctx, summary, text, relpath, positions)
+    _add_returns(devices, recorder, summary)
+    for cls in devices.classes.values():
+        qual = devices.qualify_local(cls.name.value)
+        bases = tuple(b for b in (devices.class_qualname(base.value) for base in cls.bases) if b)
+        attrs = {name: where for name, where in devices.class_attrs(cls).items() if where.is_tensor}
+        summary.classes[qual] = ClassSummary(qual, relpath, 0, bases, attrs, _fields(ctx, cls))
+    _fill_rows(ctx, summary, text)
+    own = summary.functions.keys() | summary.classes.keys()
+    calls = {c for f in summary.functions.values() for c in (*f.calls, *f.reads, *f.returns_calls)} - own
+    classes = {b for c in summary.classes.values() for b in c.bases} | recorder.classes_named
+    summary.needs = Needs(frozenset(calls), frozenset(classes - own), frozenset(_ATTRIBUTE_NAMES.findall(text)))
+    return summary
+
+
+def add_late_syncs(ctx, summary: ModuleSummary, reports, text: str, relpath: str, positions) -> None:
+    """Syncs reported after the walk (a read of another file's syncing property on a value of
+    unknown class) count too, for functions the index has no chain for yet: a chain through
+    the property, where the index can follow it, says more than the read."""
+    index = ctx.index
+    late = [(rule, report) for rule, report in reports
+            if (owner := _owner(ctx.devices, report.site.scope)) is None or owner not in index.chains]
+    _add_syncs(ctx, summary, text, relpath, positions, late)
+
+
+def _functions(devices: DeviceModel) -> Iterator[tuple[cst.FunctionDef, cst.ClassDef | None]]:
+    for func in devices.functions.values():
+        yield func, None
+    for cls in devices.classes.values():
+        for stmt in _block(cls.body):
+            if isinstance(stmt, cst.FunctionDef):
+                yield stmt, cls
+
+
+def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, reports=None) -> None:
+    """The first sync (by row) each function's own body holds, skipping silenced ones."""
+    candidates = []
+    for rule, report in ctx.reports if reports is None else reports:
+        if not rule.syncs or report.allowed:
+            continue
+        owner = _owner(ctx.devices, report.site.scope)
+        if owner is not None and owner in summary.functions:
+            candidates.append((owner, rule, report))
+    if not candidates:
+        return
+    located = positions([report for _, _, report in candidates])
+    noqa = parse_noqa(text)
+    for owner, rule, report in sorted(candidates, key=lambda c: located[c[2].node].start.line):
+        func = summary.functions[owner]
+        row = located[report.node].start.line
+        mark = noqa.get(row)
+        if (func.sync is not None and func.sync.row <= row) or (mark is not None and mark.silences(rule.code)):
+            continue
+        code = ctx.module.code_for_node(report.node)
+        func.sync = SyncSite(rule.code, one_line(code, 60), relpath, row, report.confidence)
+
+
+def _owner(devices: DeviceModel, scope) -> str | None:
+    while isinstance(scope, cst.FunctionDef):
+        qual = devices.function_qualname(scope)
+        if qual is not None:
+            return qual
+        scope = devices.enclosing.get(id(scope))
+    return None
+
+
+def _add_returns(devices: DeviceModel, recorder: CallRecorder, summary: ModuleSummary) -> None:
+    """Tensor results known from the body itself; else the calls whose results are returned."""
+    for func, _ in _functions(devices):
+        qual = devices.function_qualname(func)
+        if qual is None or qual not in summary.functions or id(func) in recorder.generators:
+            continue
+        returned = recorder.returns.get(qual)
+        if not returned:
+            continue
+        where = devices.returns_of(func)
+        if where.is_tensor and where.confidence >= Confidence.MEDIUM:
+            summary.functions[qual].returns = where
+        elif where.place is Place.UNKNOWN and all(callee is not None for callee in returned):
+            summary.functions[qual].returns_calls = tuple(dict.fromkeys(c for c in returned if c))
+
+
+def _fields(ctx, cls: cst.ClassDef) -> frozenset[str]:
+    """Attributes stored as data: `self.x = ...` in a method, or a class-level annotation."""
+    names = set(ctx.attribute_assignments(cls))
+    for stmt in _block(cls.body):
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.AnnAssign, cst.Assign)):
+                    targets = [small.target] if isinstance(small, cst.AnnAssign) else [t.target for t in small.targets]
+                    names.update(t.value for t in targets if isinstance(t, cst.Name))
+    return frozenset(names)
+
+
+def _deprecation(func: cst.FunctionDef) -> str | None:
+    """The message of an `@deprecated("...")` decorator (typing_extensions, warnings)."""
+    for dec in func.decorators:
+        call = dec.decorator
+        if isinstance(call, cst.Call) and (dotted_name(call.func) or "").rsplit(".", 1)[-1] == "deprecated":
+            if call.args and isinstance(call.args[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+                value = call.args[0].value.evaluated_value
+                if isinstance(value, str):
+                    text = " ".join(value.split())
+                    return text if len(text) <= _DEPRECATED_TEXT else text[: _DEPRECATED_TEXT - 3] + "..."
+            return "deprecated"
+    return None
+
+
+def _fill_rows(ctx, summary: ModuleSummary, text: str) -> None:
+    """Rows of the definitions a report may name (properties, functions that sync or return
+    tensors). The k-th `def name` line of the text is the k-th definition called `name` in
+    the tree (in source order); where the counts differ (a `def` line inside a string), the
+    row stays 0 rather than regenerating the code to find it."""
+    wanted: dict[str, list[tuple[cst.FunctionDef, FunctionSummary]]] = {}
+    devices = ctx.devices
+    for func, _ in _functions(devices):
+        item = summary.functions.get(devices.function_qualname(func) or "")
+        if item is not None and (item.is_property or item.sync or item.returns):
+            wanted.setdefault(func.name.value, []).append((func, item))
+    if not wanted:
+        return
+    in_order: dict[str, list[cst.FunctionDef]] = {}
+    for func in _definitions(ctx.module.body):
+        if func.name.value in wanted:
+            in_order.setdefault(func.name.value, []).append(func)
+    for name, items in wanted.items():
+        rows = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(
+            rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{name}\b", text, re.MULTILINE)]
+        defs = in_order.get(name, [])
+        if len(rows) != len(defs):
+            continue
+        row_of = {id(func): row for func, row in zip(defs, rows)}
+        for func, item in items:
+            item.row = row_of.get(id(func), 0)
+
+
+def _definitions(body) -> Iterator[cst.FunctionDef]:
+    """Every function definition, nested ones included, in source order."""
+    for stmt in body:
+        if isinstance(stmt, cst.FunctionDef):
+            yield stmt
+            yield from _definitions(_block(stmt.body))
+        elif isinstance(stmt, cst.ClassDef):
+            yield from _definitions(_block(stmt.body))
+        elif isinstance(stmt, cst.BaseCompoundStatement):
+            for block in _child_blocks(stmt):
+                yield from _definitions(block)
