@@ -43,6 +43,7 @@ class PlaceholderForwardScan(Rule):
     name = "placeholder-forward-scan"
     summary = "`lst.index(sentinel)` scans a growing list from the front for placeholders that sit at its end"
     prefilter = (".index(",)
+    syncs = False  # host work that grows with the output, not a wait for the GPU
     docs = """
     ## What it does
     Flags `lst.index(sentinel)` where `lst` is a Python list that grows step after step (a

@@ -43,6 +43,7 @@ class UnsynchronizedDeviceToHost(Rule):
     name = "unsynchronized-device-to-host"
     summary = "A non-blocking device-to-host copy is read on the host before anything waits for it"
     prefilter = ("non_blocking",)
+    syncs = False  # the copy does not wait: that is the bug this rule finds
     docs = """
     ## What it does
     Flags the host reading the result of a non-blocking device-to-host copy,

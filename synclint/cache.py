@@ -20,13 +20,14 @@ from pathlib import Path
 from synclint import __version__
 
 DEFAULT_DIR = ".synclint_cache"
-FORMAT = 1  # bump when the pickled content changes shape
+FORMAT = 2  # bump when the pickled content changes shape
 
 
 @dataclass(frozen=True)
 class Entry:
     findings: list  # list[Finding]
     warnings: list  # list[str]: unknown noqa codes and the like, shown again on a hit
+    summary: object = None  # the file's ModuleSummary for the project index, if it was parsed
 
 
 def code_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:

@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to the line of every finding")
     check.add_argument("--runtime-report", type=Path, metavar="FILE",
                        help="a `pytest --sync-report` file: mark findings the run confirmed, list syncs no rule found")
+    check.add_argument("--no-project-analysis", action="store_true",
+                       help="check each file alone: do not index the packages of the checked files")
     check.add_argument("--no-cache", action="store_true", help="check every file again; read and write no cache")
     check.add_argument("--cache-dir", type=Path, metavar="DIR",
                        help="where results are cached (default: .synclint_cache in the project root)")
@@ -115,6 +117,8 @@ def _overrides(args: argparse.Namespace) -> dict:
         overrides["respect-gitignore"] = False
     if args.unsafe_fixes is not None:
         overrides["unsafe-fixes"] = args.unsafe_fixes
+    if args.no_project_analysis:
+        overrides["project-analysis"] = False
     return overrides
 
 

@@ -52,6 +52,7 @@ CORE_KEYS: dict[str, Key] = {
     "device-name-patterns": Key(list, str, "name globs of device tensors (default *_gpu, *_cuda, ...)"),
     "max-file-size": Key(int, None, "skip files larger than this many bytes, with a warning (0: no limit)"),
     "baseline": Key(str, None, "a baseline file (see --write-baseline): report only findings not in it"),
+    "project-analysis": Key(bool, None, "follow syncs across files: properties, helpers, returns (see SYNC112)"),
 }
 
 DEFAULT_EXCLUDE = (
@@ -87,6 +88,8 @@ class Settings:
     baseline: Path | None = None
     # Larger files are generated code (tables, protobufs): checking one takes minutes.
     max_file_size: int = 2_000_000
+    # Index the packages of the checked files and follow syncs through calls and properties.
+    project_analysis: bool = True
     rules: tuple[type[Rule], ...] = field(default=(), compare=False)  # every known rule
 
     # ---- derived ---------------------------------------------------------------------
@@ -132,6 +135,7 @@ class Settings:
                 self.rule_options,
                 self.unsafe_fixes,
                 self.max_file_size,
+                self.project_analysis,
             )
         )
 

@@ -21,11 +21,15 @@ import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from synclint.model import Confidence
 from synclint.traversal import walk
+
+if TYPE_CHECKING:
+    from synclint.project import ProjectFile
 
 
 class Place(str, enum.Enum):
@@ -192,8 +196,9 @@ def dotted_name(expr: cst.BaseExpression) -> str | None:
 class ImportTable:
     """Maps local names to the qualified names they were imported as."""
 
-    def __init__(self) -> None:
+    def __init__(self, package: str = "") -> None:
         self.aliases: dict[str, str] = {}
+        self.package = package  # where relative imports start ("" outside a package)
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -207,11 +212,15 @@ class ImportTable:
                     head = full.split(".")[0]
                     self.aliases[head] = head
             return
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if isinstance(node.names, cst.ImportStar):
             return
-        module = dotted_name(node.module)
+        module = dotted_name(node.module) if node.module is not None else ""
         if module is None:
             return
+        if node.relative:
+            module = self._absolute(len(node.relative), module)
+            if module is None:
+                return
         for alias in node.names:
             name = dotted_name(alias.name)
             if name is None:
@@ -220,6 +229,14 @@ class ImportTable:
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             self.aliases[local] = f"{module}.{name}"
+
+    def _absolute(self, level: int, module: str) -> str | None:
+        """`from ..x import y` in package `a.b.c` -> `a.b.x` (None when it climbs out)."""
+        parts = self.package.split(".") if self.package else []
+        if level - 1 > len(parts) or not parts:
+            return None
+        base = parts[: len(parts) - (level - 1)]
+        return ".".join([*base, module] if module else base)
 
     def qualify(self, expr: cst.BaseExpression) -> str | None:
         name = dotted_name(expr)
@@ -254,11 +271,21 @@ class FunctionFacts:
 class DeviceModel:
     """Answers where a value lives, for one module."""
 
-    def __init__(self, module: cst.Module, conventions: NameConventions | None = None, host_code: bool = False) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        conventions: NameConventions | None = None,
+        host_code: bool = False,
+        project: "ProjectFile | None" = None,
+    ) -> None:
+        from synclint.project import EMPTY_VIEW, ProjectFile
+
         self.module = module
         self.host_code = host_code  # the file runs on the host (is_host_code_path)
         self.conventions = conventions or NameConventions()
-        self.imports = ImportTable()
+        self.project = project or ProjectFile()
+        self.view = self.project.view or EMPTY_VIEW  # facts from the project's other files
+        self.imports = ImportTable(self.project.package)
         self.functions: dict[str, cst.FunctionDef] = {}
         self.classes: dict[str, cst.ClassDef] = {}
         self.parents: dict[int, cst.ClassDef] = {}  # id(method) -> its class
@@ -381,6 +408,8 @@ class DeviceModel:
             base_cls = self.classes.get(base_name or "")
             if base_cls is not None and base_cls is not cls:
                 attrs.update(self.class_attrs(base_cls))
+            elif base_cls is None:
+                attrs.update(self.view.class_attrs.get(self.class_qualname(base.value) or "", {}))
         evaluator = Evaluator(self, None, {})
         for stmt in _block(cls.body):
             # Class-level annotations: dataclass fields and NamedTuple members.
@@ -414,6 +443,84 @@ class DeviceModel:
             self._in_progress.discard(key)
         self._returns[key] = result
         return result
+
+    # ---- names in the project ---------------------------------------------------------
+
+    def qualify_local(self, name: str) -> str:
+        return f"{self.project.module}.{name}" if self.project.module else name
+
+    def class_qualname(self, expr: cst.BaseExpression) -> str | None:
+        """The qualified name of a class named by `expr` (a local class or an import)."""
+        name = dotted_name(expr)
+        if name is None:
+            return None
+        if name in self.classes:
+            return self.qualify_local(name)
+        return self.imports.qualify(expr)
+
+    def in_project(self, qualname: str) -> bool:
+        """Whether a qualified name may belong to the checked project: its own package's, or local."""
+        module = self.project.module
+        if not module:
+            return False
+        return qualname.split(".")[0] == module.split(".")[0]
+
+    def function_qualname(self, func: cst.FunctionDef) -> str | None:
+        """`pkg.mod.f` or `pkg.mod.Class.m` for a module-level function or a method of a
+        module-level class; None for nested functions and classes."""
+        if self.functions.get(func.name.value) is func:
+            return self.qualify_local(func.name.value)
+        cls = self.class_of(func)
+        if cls is not None and self.classes.get(cls.name.value) is cls:
+            return self.qualify_local(f"{cls.name.value}.{func.name.value}")
+        return None
+
+    def callee_qualname(self, func_expr: cst.BaseExpression, scope: Scope | None) -> str | None:
+        """The project function a call's `func` names: `f` (local or imported), `self.m`,
+        `cls.m`, `super().m`, `module.f`, or `param.m` for a parameter annotated with a class.
+        None for builtins, library calls and anything not resolved."""
+        if isinstance(func_expr, cst.Name):
+            name = func_expr.value
+            if name in self.functions:
+                return self.qualify_local(name)
+            if name in self.classes:
+                return None  # a constructor
+            qual = self.imports.qualify(func_expr)
+            return qual if qual is not None and self.in_project(qual) else None
+        if not isinstance(func_expr, cst.Attribute):
+            return None
+        owner = self.receiver_class(func_expr.value, scope)
+        if owner is not None:
+            return f"{owner}.{func_expr.attr.value}"
+        qual = self.imports.qualify(func_expr)
+        if qual is not None and self.in_project(qual):
+            return qual
+        return None
+
+    def receiver_class(self, value: cst.BaseExpression, scope: Scope | None) -> str | None:
+        """The qualified class of `self`/`cls`, `super()`, or a parameter annotated with a class."""
+        func = scope if isinstance(scope, cst.FunctionDef) else None
+        if isinstance(value, cst.Name) and value.value in ("self", "cls"):
+            cls = self.self_class(func)
+            if cls is not None and self.classes.get(cls.name.value) is cls:
+                return self.qualify_local(cls.name.value)
+            return None
+        if isinstance(value, cst.Call) and dotted_name(value.func) == "super" and not value.args:
+            cls = self.self_class(func)
+            if cls is not None and cls.bases:
+                return self.class_qualname(cls.bases[0].value)
+            return None
+        if isinstance(value, cst.Name) and func is not None:
+            annotation = _parameter_annotation(func, value.value)
+            if annotation is not None:
+                name = annotated_class(annotation)
+                if name is not None and name[:1].isupper():
+                    if name in self.classes:
+                        return self.qualify_local(name)
+                    head = name.split(".")[0]
+                    full = self.imports.aliases.get(head)
+                    return full + name[len(head):] if full is not None else name
+        return None
 
     def resolve_function(self, func_expr: cst.BaseExpression, scope: Scope | None) -> cst.FunctionDef | None:
         """The local function or method that a call's `func` names, if any."""
@@ -455,6 +562,28 @@ class DeviceModel:
                 nxt = self.classes.get(dotted_name(base.value) or "") or nxt
             cls = nxt
         return False
+
+
+def _parameter_annotation(func: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    params = func.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param.annotation.annotation if param.annotation is not None else None
+    return None
+
+
+def annotated_class(annotation: cst.BaseExpression) -> str | None:
+    """The class an annotation names: `Meta`, `mod.Meta`, `Meta | None`, `Optional[Meta]`, `"Meta"`."""
+    if isinstance(annotation, cst.SimpleString):
+        text = annotation.evaluated_value
+        return text if isinstance(text, str) and text.replace(".", "").isidentifier() else None
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        names = {annotated_class(annotation.left), annotated_class(annotation.right)} - {None, "None"}
+        return names.pop() if len(names) == 1 else None
+    if isinstance(annotation, cst.Subscript) and (dotted_name(annotation.value) or "").endswith("Optional"):
+        inner = annotation.slice[0].slice
+        return annotated_class(inner.value) if isinstance(inner, cst.Index) else None
+    return dotted_name(annotation)
 
 
 def _block(body: cst.BaseSuite) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement]:
@@ -848,6 +977,10 @@ class Evaluator:
             known = self._eval_qualified_call(qual, call)
             if known is not None:
                 return known
+        if self.model.view.functions:
+            known = self._project_call(call)
+            if known is not None:
+                return known
         if isinstance(func, cst.Name):
             if func.value in HOST_BUILTINS:
                 return HOST
@@ -866,6 +999,18 @@ class Evaluator:
         if isinstance(func, cst.Name) and func.value in self.model.classes:
             return HOST  # an instance of a local class
         return UNKNOWN
+
+    def _project_call(self, call: cst.Call) -> Where | None:
+        """What a function of another file of the project returns, from the project view."""
+        qual = self.model.callee_qualname(call.func, self.scope)
+        fact = self.model.view.functions.get(qual or "")
+        if fact is None or fact.returns is None:
+            return None
+        returned = fact.returns
+        if returned.on_device and returned.because:
+            where = f"{fact.qualname.rsplit('.', 1)[-1]}() ({fact.path}:{fact.row})"
+            return Where(returned.place, returned.confidence, f"returned by {where}: {returned.because}")
+        return returned
 
     def _eval_qualified_call(self, qual: str, call: cst.Call) -> Where | None:
         short = qual.rsplit(".", 1)[-1]

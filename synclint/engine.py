@@ -25,8 +25,10 @@ from synclint.devices import DeviceModel, NameConventions, Where, dotted_name, i
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
 from synclint.patterns import local_assignments, self_attribute_assignments
-from synclint.rule import Replacement, Report, Rule
+from synclint.project import ModuleSummary, ProjectFile, ProjectIndex
+from synclint.rule import Replacement, Report, Rule, Site
 from synclint.source import DecodeProblem, SourceText, decode, too_complex
+from synclint.summaries import CallRecorder, add_late_syncs, summarize
 from synclint.traversal import TRIVIA_NAMES, walk
 
 PARSE_ERROR = ("SYNC000", "parse-error")
@@ -45,6 +47,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     internal_error: str | None = None  # a rule crashed: the run ends with exit 2
     source: SourceText | None = None
+    summary: ModuleSummary | None = None  # for the project index (None: not parsed, or analysis off)
 
 
 def is_test_path(relpath: str) -> bool:
@@ -61,17 +64,19 @@ def is_test_path(relpath: str) -> bool:
 class FileContext:
     """What the rules of one file share: the tree, the device model, the traversal state."""
 
-    def __init__(self, module: cst.Module, settings: Settings, relpath: str) -> None:
+    def __init__(self, module: cst.Module, settings: Settings, relpath: str, project: ProjectFile | None = None) -> None:
         self.module = module
         self.settings = settings
         self.relpath = relpath
+        self.project = project or ProjectFile()
+        self.index: ProjectIndex | None = None  # set after the walk, before `Rule.finish`
         conventions = NameConventions()
         if settings.host_name_patterns is not None or settings.device_name_patterns is not None:
             conventions = NameConventions(
                 host=settings.host_name_patterns if settings.host_name_patterns is not None else conventions.host,
                 device=settings.device_name_patterns if settings.device_name_patterns is not None else conventions.device,
             )
-        self.devices = DeviceModel(module, conventions, host_code=is_host_code_path(relpath))
+        self.devices = DeviceModel(module, conventions, host_code=is_host_code_path(relpath), project=self.project)
         self.reports: list[tuple[Rule, Report]] = []
         self.in_test_file = is_test_path(relpath)
         self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
@@ -126,10 +131,12 @@ class FileContext:
             return "step"
         return "code"
 
+    def site(self) -> Site:
+        """Where the walk is now (for a report made now or after the walk)."""
+        return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1])
+
     def add_report(self, rule: Rule, node, message, confidence, because, fix) -> None:
-        report = Report(node, message, confidence, because, fix, self.context(), self.allowed_depth > 0,
-                        self.indentation(), self.anchors())
-        self.reports.append((rule, report))
+        self.reports.append((rule, Report(node, message, confidence, because, fix, self.site())))
 
     def anchors(self) -> tuple[tuple[cst.CSTNode, tuple[str, ...]], ...]:
         """Statements whose text holds what is being visited, smallest first, each with the
@@ -327,19 +334,49 @@ def parse_module(text: str) -> cst.Module:
 
 
 def check_text(
-    text: str, relpath: str, settings: Settings, rules: list[type[Rule]] | None = None, source: SourceText | None = None
+    text: str, relpath: str, settings: Settings, rules: list[type[Rule]] | None = None, source: SourceText | None = None,
+    project: ProjectFile | None = None,
 ) -> list[Finding]:
     """Findings for decoded source text (raises libcst's ParserSyntaxError on bad syntax)."""
-    candidates = rules_for_text(text, rules if rules is not None else settings.enabled_rules())
+    return analyse(text, relpath, settings, rules, project)[0]
+
+
+def analyse(
+    text: str, relpath: str, settings: Settings, rules: list[type[Rule]] | None = None,
+    project: ProjectFile | None = None,
+) -> tuple[list[Finding], ModuleSummary | None]:
+    """Findings for decoded source text, and the file's summary for the project index.
+
+    The rules whose findings make the host wait (`Rule.syncs`) run even when not selected,
+    since what a function syncs must not depend on which findings a user wants to see;
+    only the selected rules' reports become findings.
+    """
+    enabled = rules if rules is not None else settings.enabled_rules()
+    walked = list(enabled)
+    if settings.project_analysis:
+        walked += [rule for rule in settings.rules if rule.syncs and rule not in enabled]
+    candidates = rules_for_text(text, walked)
     if not candidates:
-        return []
+        return [], None
     module = parse_module(text)
-    ctx = FileContext(module, settings, relpath)
+    ctx = FileContext(module, settings, relpath, project)
     instances = [rule(ctx) for rule in candidates]
-    walk(module, BatchedVisitor(ctx, instances), attribute_hooks=LOOP_BODIES)
+    recorder = CallRecorder(ctx) if settings.project_analysis else None
+    walk(module, BatchedVisitor(ctx, [*instances, *([recorder] if recorder else [])]), attribute_hooks=LOOP_BODIES)
+    summary = None
+    if recorder is not None:
+        locate = functools.partial(_positions, module, text)
+        summary = summarize(ctx, recorder, text, relpath, locate)
+        ctx.index = ProjectIndex([summary], ctx.project.view)
+        before = len(ctx.reports)
+        for instance in instances:
+            instance.finish()
+        add_late_syncs(ctx, summary, ctx.reports[before:], text, relpath, locate)
+    codes = {rule.code for rule in enabled}
+    ctx.reports = [(rule, report) for rule, report in ctx.reports if rule.code in codes]
     if not ctx.reports:
-        return []
-    return _to_findings(ctx, text, relpath, settings)
+        return [], summary
+    return _to_findings(ctx, text, relpath, settings), summary
 
 
 def _to_findings(ctx: FileContext, text: str, relpath: str, settings: Settings) -> list[Finding]:
@@ -509,16 +546,18 @@ def _syntax_error(text: str, relpath: str, exc: cst.ParserSyntaxError) -> Findin
     return problem_finding(PARSE_ERROR, relpath, f"syntax error: {message}", row, column, line)
 
 
-def check_file(path: Path, relpath: str, settings: Settings, debug: bool = False) -> FileResult:
+def check_file(path: Path, relpath: str, settings: Settings, debug: bool = False,
+               project: ProjectFile | None = None) -> FileResult:
     """Check one file; problems with the file become SYNC000/SYNC001 findings, never exceptions."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         return FileResult(relpath, internal_error=f"{relpath}: cannot read: {exc.strerror or exc}")
-    return check_bytes(data, relpath, settings, debug)
+    return check_bytes(data, relpath, settings, debug, project)
 
 
-def check_bytes(data: bytes, relpath: str, settings: Settings, debug: bool = False) -> FileResult:
+def check_bytes(data: bytes, relpath: str, settings: Settings, debug: bool = False,
+                project: ProjectFile | None = None) -> FileResult:
     """Check a file's bytes (read from disk or from standard input)."""
     result = FileResult(relpath)
     try:
@@ -527,11 +566,11 @@ def check_bytes(data: bytes, relpath: str, settings: Settings, debug: bool = Fal
         result.findings.append(problem_finding(PARSE_ERROR, relpath, str(exc), exc.row, exc.column))
         return result
     result.source = source
-    return check_source(source, relpath, settings, result, debug)
+    return check_source(source, relpath, settings, result, debug, project)
 
 
 def check_source(source: SourceText, relpath: str, settings: Settings, result: FileResult | None = None,
-                 debug: bool = False) -> FileResult:
+                 debug: bool = False, project: ProjectFile | None = None) -> FileResult:
     result = result or FileResult(relpath, source=source)
     problem = too_complex(source.text)
     if problem is not None:
@@ -541,7 +580,8 @@ def check_source(source: SourceText, relpath: str, settings: Settings, result: F
                                                line[:200]))
         return result
     try:
-        result.findings.extend(check_text(source.text, relpath, settings, source=source))
+        findings, result.summary = analyse(source.text, relpath, settings, project=project)
+        result.findings.extend(findings)
     except cst.ParserSyntaxError as exc:
         result.findings.append(_syntax_error(source.text, relpath, exc))
     except RecursionError:

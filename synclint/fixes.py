@@ -20,6 +20,7 @@ import libcst as cst
 
 from synclint.config import Settings
 from synclint.engine import FileResult, check_source, problem_finding, PARSE_ERROR
+from synclint.project import ProjectFile
 from synclint.model import Applicability, Edit, Finding, Fix
 from synclint.source import DecodeProblem, SourceText, decode
 
@@ -88,13 +89,14 @@ def add_imports(text: str, imports: set[str]) -> str:
     return AddImportsVisitor(context).transform_module(module).code
 
 
-def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool) -> FixOutcome:
+def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
+             project: ProjectFile | None = None) -> FixOutcome:
     """Fix `source` to a fixpoint; returns the new text, counts, and the findings left."""
     text = source.text
     outcome = FixOutcome(text)
     current = source
     for _ in range(MAX_ROUNDS):
-        result = check_source(current, relpath, settings)
+        result = check_source(current, relpath, settings, project=project)
         findings = result.findings
         chosen: list[Finding] = []
         for finding in findings:
@@ -129,7 +131,7 @@ def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool)
         outcome.fixed.update(f.code for f in chosen)
         current = SourceText(new_text, source.encoding, source.bom, source.newline)
     else:
-        outcome.remaining = check_source(current, relpath, settings).findings
+        outcome.remaining = check_source(current, relpath, settings, project=project).findings
     outcome.text = current.text
     return outcome
 
@@ -146,12 +148,13 @@ class FileFix:
     new_bytes: bytes | None = field(default=None, repr=False)  # the fixed file, when fixing changed it
 
 
-def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: bool, debug: bool = False) -> FileFix:
+def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: bool, debug: bool = False,
+             project: ProjectFile | None = None) -> FileFix:
     try:
         data = path.read_bytes()
     except OSError as exc:
         return FileFix(FileResult(relpath, internal_error=f"{relpath}: cannot read: {exc.strerror or exc}"))
-    fix = fix_bytes(data, relpath, settings, unsafe, debug)
+    fix = fix_bytes(data, relpath, settings, unsafe, debug, project)
     if write and fix.new_bytes is not None:
         problem = write_atomically(path, data, fix.new_bytes)
         if problem:
@@ -163,16 +166,17 @@ def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: 
     return fix
 
 
-def fix_bytes(data: bytes, relpath: str, settings: Settings, unsafe: bool, debug: bool = False) -> FileFix:
+def fix_bytes(data: bytes, relpath: str, settings: Settings, unsafe: bool, debug: bool = False,
+              project: ProjectFile | None = None) -> FileFix:
     """Fix a file's bytes in memory; `new_bytes` is the fixed file, None when nothing changed."""
     try:
         source = decode(data)
     except DecodeProblem as exc:
         return FileFix(FileResult(relpath, [problem_finding(PARSE_ERROR, relpath, str(exc), exc.row, exc.column)]))
     try:
-        outcome = fix_text(source, relpath, settings, unsafe)
+        outcome = fix_text(source, relpath, settings, unsafe, project)
     except Exception:  # never damage a file: fall back to a plain check
-        result = check_source(source, relpath, settings, debug=debug)
+        result = check_source(source, relpath, settings, debug=debug, project=project)
         return FileFix(result, problems=[f"{relpath}: fixing failed; file left as it was"])
     result = FileResult(relpath, outcome.remaining, source=source)
     if result.findings and any(f.code == "SYNC001" for f in result.findings):

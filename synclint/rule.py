@@ -68,6 +68,22 @@ class Replacement:
     imports: list[str] = field(default_factory=list)  # "import torch", "from x import y"
 
 
+@dataclass(frozen=True)
+class Site:
+    """Where in the traversal a node was met: what a report needs besides the node itself.
+
+    `FileContext.site()` takes one; a rule that decides only after the walk (`Rule.finish`)
+    keeps the sites of the nodes it may report and reports them with `report_at`."""
+
+    context: str  # loop, step, init, test, code
+    allowed: bool  # inside a region where syncs are meant (`with gpu_sync_allowed():`)
+    indentation: str  # of the statement being visited: replacement nodes that span lines keep it
+    # Statements around the node, smallest first, each with the indentation of the blocks
+    # around it: where the engine finds the node's position (engine._positions).
+    anchors: tuple[tuple[cst.CSTNode, tuple[str, ...]], ...]
+    scope: cst.Module | cst.FunctionDef  # the function (or module body) holding the node
+
+
 @dataclass
 class Report:
     node: cst.CSTNode
@@ -75,12 +91,23 @@ class Report:
     confidence: Confidence
     because: str | None
     fix: Replacement | None
-    context: str
-    allowed: bool  # inside a region where syncs are meant (`with gpu_sync_allowed():`)
-    indentation: str  # of the statement being visited: replacement nodes that span lines keep it
-    # Statements around the node, smallest first, each with the indentation of the blocks
-    # around it: where the engine finds the node's position (engine._positions).
-    anchors: tuple[tuple[cst.CSTNode, tuple[str, ...]], ...] = ()
+    site: Site
+
+    @property
+    def context(self) -> str:
+        return self.site.context
+
+    @property
+    def allowed(self) -> bool:
+        return self.site.allowed
+
+    @property
+    def indentation(self) -> str:
+        return self.site.indentation
+
+    @property
+    def anchors(self) -> tuple[tuple[cst.CSTNode, tuple[str, ...]], ...]:
+        return self.site.anchors
 
 
 class Rule:
@@ -96,6 +123,10 @@ class Rule:
     # that knows `torch.isin` by its qualified name needs the file's `torch` import, not "isin").
     prefilter: ClassVar[tuple[str | re.Pattern[str], ...]] = ("torch",)
     options: ClassVar[dict[str, Option]] = {}
+    # Whether a finding of this rule is a point where the host waits. The project index
+    # (synclint.project) counts such points, even of rules not selected, as syncs of the
+    # function holding them, and follows them to callers.
+    syncs: ClassVar[bool] = True
 
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx
@@ -130,6 +161,23 @@ class Rule:
     def report_where(self, node: cst.CSTNode, message: str, where: "Where", fix: Replacement | None = None) -> None:
         """Report a value on the device, with the confidence and reason the device model gave."""
         self.report(node, message, confidence=where.confidence, because=where.because, fix=fix)
+
+    def report_at(
+        self,
+        site: Site,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        confidence: Confidence = Confidence.HIGH,
+        because: str | None = None,
+        fix: Replacement | None = None,
+    ) -> None:
+        """Report a node met earlier in the walk, at the site taken then (from `finish`)."""
+        self.ctx.reports.append((self, Report(node, message, confidence, because, fix, site)))
+
+    def finish(self) -> None:
+        """Called once after the walk, when `self.ctx.index` (this file's functions joined with
+        the facts of the rest of the project) is known: report what needed it."""
 
     # ---- documentation -------------------------------------------------------------
 

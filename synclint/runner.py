@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from synclint.cache import Cache, Entry
@@ -15,6 +15,7 @@ from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.model import Applicability
 from synclint.files import PathProblem, Target, discover, relative_to_root
+from synclint.project import ProjectFile, ProjectIndex, module_name, package_root
 from synclint.noqa import unknown_codes
 
 FILES_PER_BATCH = 8
@@ -66,7 +67,18 @@ def _too_large(size: int, shown: str, settings: Settings) -> FileFix | None:
     ])
 
 
-def _process(path: Path, shown: str, settings: Settings, mode: Mode) -> FileFix:
+@dataclass(frozen=True)
+class Job:
+    """One file to check: where it is, how it is shown, its settings, its place in the project."""
+
+    path: Path
+    shown: str
+    settings: Settings
+    project: ProjectFile = ProjectFile()
+
+
+def _process(job: Job, mode: Mode) -> FileFix:
+    path, shown, settings = job.path, job.shown, job.settings
     try:
         skipped = _too_large(path.stat().st_size, shown, settings)
     except OSError:
@@ -76,10 +88,10 @@ def _process(path: Path, shown: str, settings: Settings, mode: Mode) -> FileFix:
     if mode.add_noqa:
         item = add_noqa_file(path, shown, settings, mode.debug)
     elif not mode.fix:
-        item = FileFix(check_file(path, shown, settings, mode.debug))
+        item = FileFix(check_file(path, shown, settings, mode.debug, job.project))
     else:
         unsafe = mode.unsafe or settings.unsafe_fixes
-        item = fix_file(path, shown, settings, unsafe, mode.write, mode.debug)
+        item = fix_file(path, shown, settings, unsafe, mode.write, mode.debug, job.project)
     return _with_noqa_warnings(item, settings)
 
 
@@ -114,8 +126,8 @@ def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mod
     return run
 
 
-def _process_batch(batch: list[tuple[Path, str, Settings]], mode: Mode) -> list[FileFix]:
-    return [_process(path, shown, settings, mode) for path, shown, settings in batch]
+def _process_batch(batch: list[Job], mode: Mode) -> list[FileFix]:
+    return [_process(job, mode) for job in batch]
 
 
 def collect(paths: list[Path], resolver: SettingsResolver, force_exclude: bool) -> tuple[list[tuple[Path, Settings]], list[str]]:
@@ -137,47 +149,137 @@ def run_paths(
     cwd = cwd or Path.cwd()
     targets, problems = collect(paths, resolver, force_exclude)
     run = RunResult(problems=problems)
-    work = [(path, display_path(path, cwd), settings) for path, settings in targets]
+    work = [Job(path, display_path(path, cwd), settings) for path, settings in targets]
+    workers = jobs or os.cpu_count() or 1
+    if mode.add_noqa or not any(job.settings.project_analysis for job in work):
+        results = _check_all(work, mode, cache, workers, progress)
+    else:
+        results = _check_project(work, paths, resolver, mode, cache, workers, progress, cwd)
+    run.files = [item for item in results if item is not None]
+    _collect_problems(run)
+    return run
+
+
+def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, progress: bool) -> list[FileFix | None]:
+    """Each job checked (or fixed) once, through the cache; the results in the jobs' order."""
     results: list[FileFix | None] = [None] * len(work)
     keys: dict[int, str] = {}
     if cache is not None and not mode.add_noqa:
         keys = _from_cache(work, results, cache, mode)
     pending = [i for i, item in enumerate(results) if item is None]
     with _progress(len(pending), progress) as advance:
-        for i, item in _process_all([(i, *work[i]) for i in pending], jobs or os.cpu_count() or 1, mode, advance):
+        for i, item in _process_all([(i, work[i]) for i in pending], workers, mode, advance):
             results[i] = item
     if cache is not None:
         for i, key in keys.items():
             item = results[i]
             if item is not None and not item.result.internal_error and not item.fixed and not item.diff:
-                cache.put(key, Entry(item.result.findings, item.problems))
-    run.files = [item for item in results if item is not None]
-    _collect_problems(run)
-    return run
+                cache.put(key, Entry(item.result.findings, item.problems, item.result.summary))
+    return results
 
 
-def _from_cache(work, results: list, cache: Cache, mode: Mode) -> dict[int, str]:
+MAX_PROJECT_ROUNDS = 3
+
+
+def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver, mode: Mode, cache: Cache | None,
+                   workers: int, progress: bool, cwd: Path) -> list[FileFix | None]:
+    """Checks with project analysis (synclint.project).
+
+    1. Every checked file, and every other file of the packages they belong to, is checked
+       alone (as without project analysis); each check also yields the file's summary.
+    2. The summaries make the project index; each file gets the view of the facts it uses
+       from other files. A file whose view is empty is done: its first result stands.
+    3. The others are checked again with their view. Their summaries may change (a value
+       is now known to be a device tensor), so the index is made again and files whose view
+       changed are checked again, for at most MAX_PROJECT_ROUNDS rounds.
+    With --fix/--diff, the files whose findings have fixes to apply are then fixed, with
+    their views. Every step goes through the cache; a second look is keyed by its view.
+    """
+    index_only = _package_files(work, paths, resolver, cwd)
+    jobs = [*[_placed(job) for job in work], *[_placed(job) for job in index_only]]
+    check = Mode(debug=mode.debug)
+    results = _check_all(jobs, check, cache, workers, progress)
+    checked_with = ["" for _ in jobs]  # the digest of the view each result was checked with
+    for _ in range(MAX_PROJECT_ROUNDS):
+        index = ProjectIndex(item.result.summary for item in results if item is not None and item.result.summary)
+        again: list[int] = []
+        for i, item in enumerate(results):
+            summary = item.result.summary if item is not None else None
+            if summary is None or not jobs[i].settings.project_analysis:
+                continue
+            view = index.view_for(summary)
+            digest = view.digest() if view else ""
+            if digest != checked_with[i]:
+                jobs[i] = replace(jobs[i], project=replace(jobs[i].project, view=view if view else None))
+                checked_with[i] = digest
+                again.append(i)
+        if not again:
+            break
+        redone = _check_all([jobs[i] for i in again], check, cache, workers, progress)
+        for i, item in zip(again, redone):
+            results[i] = item
+    results = results[: len(work)]
+    if mode.fix:
+        fixable = [i for i, item in enumerate(results) if item is not None and _has_fixes(item, jobs[i].settings, mode)]
+        fixed = _check_all([jobs[i] for i in fixable], mode, None, workers, progress)
+        for i, item in zip(fixable, fixed):
+            results[i] = item
+    return results
+
+
+def _placed(job: Job) -> Job:
+    if not job.settings.project_analysis:
+        return job
+    module, package = module_name(job.path)
+    return replace(job, project=ProjectFile(module, package))
+
+
+def _package_files(work: list[Job], paths: list[Path], resolver: SettingsResolver, cwd: Path) -> list[Job]:
+    """The other files of the packages the checked files belong to (their outermost package
+    folders), to index: a property or helper may be defined outside the files checked."""
+    roots = {root for job in work if job.settings.project_analysis and (root := package_root(job.path)) is not None}
+    walked = [p.absolute() for p in paths if p.is_dir()]
+    roots = {root for root in roots if not any(root == top or top in root.parents for top in walked)}
+    if not roots:
+        return []
+    checked = {job.path.resolve() for job in work}
+    extra: list[Job] = []
+    for item in discover(sorted(roots), resolver, force_exclude=True):
+        if isinstance(item, Target) and item.path.resolve() not in checked:
+            checked.add(item.path.resolve())
+            extra.append(Job(item.path, display_path(item.path, cwd), resolver.for_path(item.path)))
+    return extra
+
+
+def _has_fixes(item: FileFix, settings: Settings, mode: Mode) -> bool:
+    unsafe = mode.unsafe or settings.unsafe_fixes
+    return any(f.fix is not None and (unsafe or f.fix.applicability is Applicability.SAFE) for f in item.result.findings)
+
+
+def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dict[int, str]:
     """Fill `results` with cache hits; return the keys of the misses, to store their results later.
 
     Entries hold what a plain check found. A fix run uses a hit only when none of its findings
     has a fix that this run would apply: the file would not change, so its findings stand.
+    A file checked with a project view is keyed by the view's digest too.
     """
     misses: dict[int, str] = {}
-    for i, (path, shown, settings) in enumerate(work):
+    for i, job in enumerate(work):
         try:
-            data = path.read_bytes()
+            data = job.path.read_bytes()
         except OSError:
             continue  # the check itself reports it
-        key = cache.key(data, shown, settings, "check")
+        view = job.project.view
+        key = cache.key(data, job.shown, job.settings, f"check:{job.project.module}:{view.digest() if view else ''}")
         entry = cache.get(key)
-        if entry is not None and mode.fix:
-            unsafe = mode.unsafe or settings.unsafe_fixes
-            if any(f.fix is not None and (unsafe or f.fix.applicability is Applicability.SAFE) for f in entry.findings):
-                entry = None
+        if entry is not None and mode.fix and _has_fixes(FileFix(FileResult(job.shown, list(entry.findings))),
+                                                         job.settings, mode):
+            entry = None
         if entry is None:
             misses[i] = key
         else:
-            results[i] = FileFix(FileResult(shown, list(entry.findings)), problems=list(entry.warnings))
+            results[i] = FileFix(FileResult(job.shown, list(entry.findings), summary=entry.summary),
+                                 problems=list(entry.warnings))
     return misses
 
 
@@ -207,18 +309,18 @@ def _collect_problems(run: RunResult) -> None:
         run.warnings.extend(item.problems)
 
 
-def _process_all(work: list[tuple[int, Path, str, Settings]], jobs: int, mode: Mode,
+def _process_all(work: list[tuple[int, Job]], jobs: int, mode: Mode,
                  advance=lambda n: None) -> Iterator[tuple[int, FileFix]]:
     if jobs <= 1 or len(work) < 2 * FILES_PER_BATCH:
-        for index, path, shown, settings in work:
-            yield index, _process(path, shown, settings, mode)
+        for index, job in work:
+            yield index, _process(job, mode)
             advance(1)
         return
     # Small batches handed out as workers free up: a large file holds up one batch, not a share.
     batches = [work[i:i + FILES_PER_BATCH] for i in range(0, len(work), FILES_PER_BATCH)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_process_batch, [item[1:] for item in batch], mode) for batch in batches]
+        futures = [pool.submit(_process_batch, [job for _, job in batch], mode) for batch in batches]
         for batch, future in zip(batches, futures):
-            for (index, *_), item in zip(batch, future.result()):
+            for (index, _), item in zip(batch, future.result()):
                 yield index, item
             advance(len(batch))

@@ -8,7 +8,7 @@ import sys
 
 from conftest import run_cli
 
-from synclint.cache import Entry
+from synclint.cache import FORMAT, Entry
 
 SYNC = "import torch\nx = torch.zeros(1, device='cuda')\nif x.any():\n    pass\n"
 
@@ -20,7 +20,7 @@ def check(tmp_path, *args):
 
 
 def entries(tmp_path, name=".synclint_cache"):
-    return sorted(p for p in (tmp_path / name).rglob("*") if p.is_file() and p.parent.parent.name == "v1")
+    return sorted(p for p in (tmp_path / name).rglob("*") if p.is_file() and p.parent.parent.name == f"v{FORMAT}")
 
 
 def poison(tmp_path):
