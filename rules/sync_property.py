@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import libcst as cst
 
-from synclint.devices import Place, dotted_name
+from synclint.devices import dotted_name
 from synclint.model import Applicability, Confidence
-from synclint.patterns import method_call, one_line, parameter
-from synclint.rule import Invalid, Option, Replacement, Rule, Valid
-from synclint.traversal import walk
-
-# Tensor methods that copy a tensor's data to the host and wait for it.
-HOST_COPY_METHODS = ("cpu", "item", "tolist", "numpy")
+from synclint.patterns import one_line
+from synclint.rule import Invalid, Option, Replacement, Rule, Site, Valid
 
 SEED_BEFORE = """\
 from dataclasses import dataclass
@@ -48,17 +42,6 @@ CONFIGURED_AFTER = CONFIGURED_BEFORE.replace(".seq_lens_cpu", ".seq_lens_cpu_upp
 UPPER_BOUND = {"sync-properties": {"seq_lens_cpu": "seq_lens_cpu_upper_bound"}}
 
 
-@dataclass(frozen=True)
-class SyncingProperty:
-    """A property defined in this file whose getter copies device data to the host."""
-
-    owner: str  # the class that defines it
-    name: str
-    copy: str  # the expression that copies, or the syncing property it reads
-    confidence: Confidence
-    because: str | None
-
-
 class SyncProperty(Rule):
     code = "SYNC105"
     name = "sync-property"
@@ -80,9 +63,14 @@ class SyncProperty(Rule):
       instead (`""` for none); a `Class.name` entry matches reads on `self` in that class
       (and its subclasses) and on parameters annotated with it, and, with low confidence
       (hidden by default), reads on values of unknown class;
-    - the properties defined in the same file whose getter calls `.cpu()`, `.item()`,
-      `.tolist()`, `.numpy()` or a blocking `.to("cpu")` on a value not known to be on the
-      host, or reads such a property of `self`.
+    - project analysis: the properties, in any file of the checked packages, whose getter
+      makes the host wait, directly (a finding of another rule in its body: `.cpu()`,
+      `.item()`, a blocking `.to("cpu")`, ...) or through the functions and properties it
+      calls, followed to a fixpoint. The message names the property, where it is defined,
+      the chain down to the sync, and its `@deprecated` text if it has one. A read on
+      `self`, or on a parameter annotated with a class, is matched to that class and its
+      bases; a read on a value of unknown class is reported with the property's confidence,
+      or with low confidence when some class of the project stores a plain field of that name.
     Assignments to the attribute and the property's own definition are not flagged. Files
     that never mention `torch` are not checked.
 
@@ -154,7 +142,16 @@ class SyncProperty(Rule):
         # Attributes being assigned or deleted: writes, not reads.
         self._stores: set[int] = set()
         self._configured = _configured_table(self.option("sync-properties"))
-        self._discovered: dict[str, list[SyncingProperty]] | None = None
+        devices = ctx.devices
+        # Names of properties defined here or known to sync elsewhere: reads of other names
+        # cannot be reads of a syncing property.
+        self._property_names = {
+            stmt.name.value
+            for cls in devices.classes.values()
+            for stmt in (cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ())
+            if isinstance(stmt, cst.FunctionDef) and any(_is_plain_property(d) for d in stmt.decorators)
+        } | devices.view.properties.keys()
+        self._reads: list[tuple[cst.Attribute, str | None, Site]] = []  # judged in `finish`
 
     # ---- where attributes are written, not read -------------------------------------
 
@@ -195,25 +192,16 @@ class SyncProperty(Rule):
         if id(node) in self._stores:
             return
         configured = self._configured.get(name)
-        discovered = self.discovered().get(name) if configured is None else None
-        if configured is None and not discovered:
+        if configured is None and name not in self._property_names:
             return
-        if isinstance(node.value, cst.Name) and node.value.value in self.ctx.devices.classes:
+        devices = self.ctx.devices
+        if isinstance(node.value, cst.Name) and node.value.value in devices.classes:
             return  # `Class.prop` is the property object itself
-        owners = self._receiver_classes(node.value)
-        text = one_line(self.code_of(node))
+        receiver = devices.receiver_class(node.value, self.ctx.scopes[-1])
         if configured is not None:
-            self._report_configured(node, name, configured, owners, text)
-            return
-        assert discovered is not None
-        for prop in discovered:
-            if owners is None or prop.owner in owners:
-                message = (
-                    f"`{text}` reads the property `{prop.owner}.{name}`, whose getter runs `{prop.copy}`;"
-                    " the host waits for the GPU"
-                )
-                self.report(node, message, confidence=prop.confidence, because=prop.because)
-                return
+            self._report_configured(node, name, configured, self._simple_names(receiver), one_line(self.code_of(node)))
+        else:
+            self._reads.append((node, receiver, self.ctx.site()))
 
     def _report_configured(
         self, node: cst.Attribute, name: str, entries: list[tuple[str | None, str]], owners: set[str] | None, text: str
@@ -239,23 +227,12 @@ class SyncProperty(Rule):
             self.report(node, message, confidence=confidence, because=because, fix=fix)
             return
 
-    def _receiver_classes(self, value: cst.BaseExpression) -> set[str] | None:
-        """The classes (with their local bases) the value is known to be an instance of, else None."""
-        if not isinstance(value, cst.Name):
+    def _simple_names(self, receiver: str | None) -> set[str] | None:
+        """The receiver's class and its local bases, by simple name (as `sync-properties` names them)."""
+        if receiver is None:
             return None
-        func = self.ctx.current_function()
-        if value.value == "self":
-            cls = self.ctx.devices.self_class(func)
-            return self._with_bases(cls.name.value) if cls is not None else None
-        param = parameter(func, value.value) if func is not None else None
-        if param is None or param.annotation is None:
-            return None
-        name = _annotated_class(param.annotation.annotation)
-        return self._with_bases(name) if name is not None else None
-
-    def _with_bases(self, class_name: str) -> set[str]:
         names: set[str] = set()
-        pending = [class_name]
+        pending = [receiver.rsplit(".", 1)[-1]]
         while pending:
             name = pending.pop()
             if name in names:
@@ -266,14 +243,37 @@ class SyncProperty(Rule):
                 pending.extend(n.rsplit(".", 1)[-1] for b in cls.bases if (n := dotted_name(b.value)) is not None)
         return names
 
-    # ---- properties of this file whose getter syncs ----------------------------------
+    # ---- properties found by the project index ----------------------------------------
 
-    def discovered(self) -> dict[str, list[SyncingProperty]]:
-        if self._discovered is None:
-            self._discovered = {}
-            for prop in _syncing_properties(self.ctx.devices):
-                self._discovered.setdefault(prop.name, []).append(prop)
-        return self._discovered
+    def finish(self) -> None:
+        index = self.ctx.index
+        if index is None:
+            return
+        for node, receiver, site in self._reads:
+            name = node.attr.value
+            found = index.syncing_properties(name)
+            if not found:
+                continue
+            if receiver is not None and index.is_known_class(receiver):
+                ancestors = index.ancestors(receiver)
+                found = [prop for prop in found if prop.owner in ancestors]
+                confidence_cap = Confidence.HIGH
+            elif index.is_plain_field(name) or len({prop.owner for prop in found}) > 1:
+                confidence_cap = Confidence.LOW  # may be another class's plain field
+            else:
+                confidence_cap = Confidence.HIGH
+            if not found:
+                continue
+            prop = found[0]
+            defined = f"{prop.owner.rsplit('.', 1)[-1]}.{name}"
+            message = (
+                f"`{one_line(self.code_of(node))}` reads the property `{defined}` ({prop.path}:{prop.row}),"
+                f" whose getter makes the host wait for the GPU: {prop.chain.describe()}"
+            )
+            if prop.deprecated:
+                message += f"; deprecated: {prop.deprecated}"
+            because = f"{defined} is a property defined at {prop.path}:{prop.row}"
+            self.report_at(site, node, message, confidence=min(prop.chain.confidence, confidence_cap), because=because)
 
 
 def _configured_table(table: dict) -> dict[str, list[tuple[str | None, str]]]:
@@ -286,122 +286,5 @@ def _configured_table(table: dict) -> dict[str, list[tuple[str | None, str]]]:
     return entries
 
 
-def _annotated_class(annotation: cst.BaseExpression) -> str | None:
-    """`Meta`, `mod.Meta`, `Meta | None`, `Optional[Meta]`, `"Meta"` -> "Meta"."""
-    if isinstance(annotation, cst.SimpleString):
-        text = annotation.evaluated_value
-        return text.rsplit(".", 1)[-1] if isinstance(text, str) and text.replace(".", "").isidentifier() else None
-    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
-        names = {_annotated_class(annotation.left), _annotated_class(annotation.right)} - {None, "None"}
-        return names.pop() if len(names) == 1 else None
-    if isinstance(annotation, cst.Subscript) and (dotted_name(annotation.value) or "").endswith("Optional"):
-        inner = annotation.slice[0].slice
-        return _annotated_class(inner.value) if isinstance(inner, cst.Index) else None
-    name = dotted_name(annotation)
-    return name.rsplit(".", 1)[-1] if name is not None else None
-
-
-def _syncing_properties(devices) -> list[SyncingProperty]:
-    """The properties of this module's classes whose getter copies device data to the host.
-
-    A getter syncs when it calls a host-copy method on a value that the device model does
-    not know to be on the host, or reads a syncing property of `self` (to a fixpoint).
-    """
-    getters: list[tuple[cst.ClassDef, cst.FunctionDef]] = []
-    for cls in devices.classes.values():
-        for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
-            if isinstance(stmt, cst.FunctionDef) and any(_is_plain_property(d) for d in stmt.decorators):
-                getters.append((cls, stmt))
-    syncing: dict[tuple[str, str], SyncingProperty] = {}
-    for cls, getter in getters:
-        found = _HostCopyFinder(devices, getter).first()
-        if found is not None:
-            copy, where = found
-            confidence = where.confidence if where.on_device else Confidence.LOW
-            key = (cls.name.value, getter.name.value)
-            syncing[key] = SyncingProperty(key[0], key[1], copy, confidence, where.because)
-    changed = True
-    while changed:
-        changed = False
-        for cls, getter in getters:
-            key = (cls.name.value, getter.name.value)
-            if key in syncing:
-                continue
-            for read in _self_reads(getter):
-                inner = syncing.get((key[0], read))
-                if inner is not None:
-                    syncing[key] = SyncingProperty(
-                        key[0], key[1], f"self.{read}", inner.confidence, f"{inner.owner}.{read} runs `{inner.copy}`"
-                    )
-                    changed = True
-                    break
-    return list(syncing.values())
-
-
 def _is_plain_property(decorator: cst.Decorator) -> bool:
     return (dotted_name(decorator.decorator) or "").rsplit(".", 1)[-1] == "property"
-
-
-def _self_reads(func: cst.FunctionDef) -> list[str]:
-    reads: list[str] = []
-
-    class Reads(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            if isinstance(node.value, cst.Name) and node.value.value == "self":
-                reads.append(node.attr.value)
-
-    walk(func.body, Reads())
-    return reads
-
-
-class _HostCopyFinder(cst.CSTVisitor):
-    """The first host copy in a getter's body, with where its source lives."""
-
-    walks_trivia = False  # looks at statements and calls only
-
-    def __init__(self, devices, getter: cst.FunctionDef) -> None:
-        super().__init__()
-        self.devices = devices
-        self.getter = getter
-        self.statements: list[cst.CSTNode] = []
-        self.found = None
-
-    def first(self):
-        walk(self.getter.body, self)
-        return self.found
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.found is not None or isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return False  # a nested function's body does not run when the property is read
-        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            self.statements.append(node)
-        if isinstance(node, cst.Call) and self.statements:
-            source = _host_copy_source(node)
-            if source is not None:
-                where = self.devices.where(source, self.getter, self.statements[-1])
-                if where.place is Place.DEVICE or where.place is Place.UNKNOWN:
-                    self.found = (one_line(cst.Module(body=()).code_for_node(node)), where)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if self.statements and self.statements[-1] is original_node:
-            self.statements.pop()
-
-
-def _host_copy_source(call: cst.Call) -> cst.BaseExpression | None:
-    """The tensor that `call` copies to the host and waits for, else None."""
-    method = method_call(call, *HOST_COPY_METHODS, "to")
-    if method is None:
-        return None
-    if method.attr.value != "to":
-        return method.value
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "non_blocking":
-            if not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
-                return None  # does not wait (and is SYNC111's concern)
-    targets = [a.value for a in call.args if a.keyword is None][:1]
-    targets += [a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"]
-    for target in targets:
-        if "cpu" in cst.Module(body=()).code_for_node(target).lower():
-            return method.value
-    return None
