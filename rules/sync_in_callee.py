@@ -1,0 +1,135 @@
+"""SYNC112 sync-in-callee."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from synclint.model import Confidence
+from synclint.patterns import one_line
+from synclint.project import short_name
+from synclint.rule import Invalid, Rule, Site, Valid
+
+HELPER_IN_LOOP = """\
+import torch
+
+
+def count_hits(mask: torch.Tensor) -> int:
+    return int(mask.sum().item())
+
+
+def total_hits(masks):
+    total = 0
+    for mask in masks:
+        total += count_hits(mask)
+    return total
+"""
+
+CHAIN_FROM_STEP = """\
+import torch
+
+
+class Sampler:
+    def __init__(self, device):
+        self.penalties = torch.zeros(16, device=device)
+
+    def _max_penalty(self):
+        return self.penalties.max().item()
+
+    def _prepare(self):
+        return self._max_penalty() > 1.0
+
+    def forward(self, logits):
+        if self._prepare():
+            logits = logits / 2
+        return logits
+"""
+
+
+class SyncInCallee(Rule):
+    code = "SYNC112"
+    name = "sync-in-callee"
+    summary = "A call, in a loop or a per-step method, to a function that makes the host wait"
+    prefilter = ("torch",)
+    syncs = False  # the sync is counted where it happens; the project index follows it to callers
+    docs = """
+    ## What it does
+    Flags calls, inside a loop or in a per-step method (`forward`, `step`,
+    `execute_model`, ...), to a function of the checked project that makes the host wait
+    for the GPU: directly (another rule's finding in its body) or through the functions
+    it calls in turn, in this file or in another. The message names the chain, from the
+    called function down to the sync: `_prepare -> _max_penalty: `self.penalties.max().item()`
+    at sampler.py:9`.
+
+    Calls are resolved without running the code: module-level functions (local or
+    imported from the same top-level package, relative imports included), `self.m()`
+    and `cls.m()` through the class's bases in any file, `super().m()`, and `param.m()`
+    for a parameter annotated with a project class. A sync silenced by `# noqa` or
+    inside `with gpu_sync_allowed():` does not travel to callers. Set
+    `project-analysis = false` to check each file alone.
+
+    ## Why is this bad?
+    The helper looks harmless at the call site; inside it, `.item()` or a blocking copy
+    waits for every kernel queued so far. Called once per loop iteration or once per
+    model step, the wait is paid every time, and nothing at the call site says so.
+
+    ## Example
+    ```python
+    def count_hits(mask: torch.Tensor) -> int:
+        return int(mask.sum().item())
+
+    for mask in masks:
+        total += count_hits(mask)  # one sync per mask
+    ```
+
+    ## Use instead
+    Keep the values on the device and read the host once, after the loop:
+    ```python
+    hits = torch.stack([mask.sum() for mask in masks])
+    total = int(hits.sum().item())  # one sync
+    ```
+
+    ## Fix safety
+    There is no automatic fix: what to do depends on why the callee needs a host value.
+    """
+
+    VALID = [
+        Valid(HELPER_IN_LOOP.replace("    for mask in masks:\n        total += count_hits(mask)\n",
+                                     "    total += count_hits(masks[0])\n")),  # once, outside a loop
+        Valid(HELPER_IN_LOOP.replace("mask: torch.Tensor", "mask: np.ndarray").replace("import torch", "import numpy as np\nimport torch")),
+        Valid(HELPER_IN_LOOP.replace("    return int(mask.sum().item())", "    return int(mask.sum().item())  # noqa: SYNC107")),
+        Valid(HELPER_IN_LOOP, config={"project-analysis": False}),
+    ]
+    INVALID = [
+        Invalid(HELPER_IN_LOOP, count=1, confidence=Confidence.MEDIUM),
+        Invalid(CHAIN_FROM_STEP, count=1, confidence=Confidence.HIGH),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._calls: list[tuple[cst.Call, str, Site]] = []  # judged in `finish`
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.context() not in ("loop", "step"):
+            return
+        callee = self.ctx.devices.callee_qualname(node.func, self.ctx.scopes[-1])
+        if callee is not None:
+            self._calls.append((node, callee, self.ctx.site()))
+
+    def finish(self) -> None:
+        index = self.ctx.index
+        if index is None:
+            return
+        for node, callee, site in self._calls:
+            fact = index.fact(callee)
+            if fact is None or fact.chain is None or fact.is_property:
+                continue
+            scope = site.scope
+            if isinstance(scope, cst.FunctionDef) and self.ctx.devices.function_qualname(scope) in fact.chain.steps:
+                continue  # recursion: the caller's own sync is reported where it is
+            where = "in a loop" if site.context == "loop" else "in a per-step method"
+            message = (
+                f"`{one_line(self.code_of(node.func))}(...)` {where} calls a function that makes the host wait"
+                f" for the GPU: {fact.chain.describe(short_name(fact.chain.steps[0]))}"
+            )
+            because = f"{fact.chain.site.code} at {fact.chain.site.path}:{fact.chain.site.row}"
+            self.report_at(site, node, message, confidence=fact.chain.confidence, because=because)

@@ -1,0 +1,284 @@
+"""Project-wide analysis: syncs behind properties, helpers and calls into other files."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from conftest import run_json
+
+
+def make_package(root, files: dict[str, str]) -> None:
+    """Write a package `app/` (every folder gets an __init__.py) under root."""
+    for name, code in files.items():
+        path = root / "app" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(code).lstrip(), encoding="utf-8")
+    for folder in [root / "app", *(p for p in (root / "app").rglob("*") if p.is_dir())]:
+        (folder / "__init__.py").touch()
+
+
+def by_code(findings, code):
+    return [f for f in findings if f["code"] == code]
+
+
+METADATA = """
+    from dataclasses import dataclass
+
+    import torch
+    from typing_extensions import deprecated
+
+
+    @dataclass
+    class AttnMetadata:
+        seq_lens: torch.Tensor
+        query_start_loc_cpu: torch.Tensor
+
+        @property
+        @deprecated("Use seq_lens on the device; this copies it to the host.")
+        def seq_lens_cpu(self) -> torch.Tensor:
+            return self.seq_lens.to("cpu")
+
+        @property
+        def num_computed_tokens_cpu(self) -> torch.Tensor:
+            query_lens = self.query_start_loc_cpu[1:] - self.query_start_loc_cpu[:-1]
+            return self.seq_lens_cpu - query_lens
+"""
+
+READERS = """
+    import torch
+
+    from app.metadata import AttnMetadata
+
+
+    def max_len(meta: AttnMetadata) -> int:
+        return int(meta.seq_lens_cpu.max())
+
+
+    def computed(meta: AttnMetadata):
+        return meta.num_computed_tokens_cpu
+
+
+    def unannotated(meta):
+        return meta.seq_lens_cpu
+"""
+
+
+@pytest.fixture
+def properties_project(tmp_path):
+    make_package(tmp_path, {"metadata.py": METADATA, "backends/readers.py": READERS})
+    return tmp_path
+
+
+def test_a_property_that_syncs_is_found_from_readers_in_other_modules(properties_project):
+    code, findings = run_json("check", ".", cwd=properties_project)
+    assert code == 1
+    reads = by_code(findings, "SYNC105")
+    assert [(f["filename"], f["location"]["row"]) for f in reads] == [
+        ("app/backends/readers.py", 7),
+        ("app/backends/readers.py", 11),
+        ("app/backends/readers.py", 15),
+        ("app/metadata.py", 20),  # `self.seq_lens_cpu` inside the other property
+    ]
+    first = reads[0]["message"]
+    assert "`meta.seq_lens_cpu` reads the property `AttnMetadata.seq_lens_cpu` (app/metadata.py:14)" in first
+    assert '`self.seq_lens.to("cpu")` at app/metadata.py:15' in first
+    assert "deprecated: Use seq_lens on the device; this copies it to the host." in first
+    # A property built on a syncing property: the chain names the inner one.
+    assert "AttnMetadata.seq_lens_cpu: `self.seq_lens.to(\"cpu\")`" in reads[1]["message"]
+    assert reads[0]["confidence"] == "medium"  # seq_lens is a torch.Tensor field of unknown device
+
+
+def test_pre_commit_passes_one_file_and_the_package_is_still_indexed(properties_project):
+    code, findings = run_json("check", "app/backends/readers.py", cwd=properties_project)
+    assert code == 1
+    assert {f["filename"] for f in findings} == {"app/backends/readers.py"}  # only the file asked about is reported
+    assert len(by_code(findings, "SYNC105")) == 3
+
+
+def test_a_plain_field_of_the_same_name_elsewhere_makes_unknown_receivers_low(properties_project):
+    (properties_project / "app" / "batch.py").write_text(
+        "import numpy as np\nimport torch\n\n\nclass InputBatch:\n    def __init__(self):\n        self.seq_lens_cpu = np.zeros(4)\n"
+    )
+    _, findings = run_json("check", "--min-confidence", "low", ".", cwd=properties_project)
+    rows = {f["location"]["row"]: f["confidence"] for f in by_code(findings, "SYNC105")}
+    assert rows == {7: "medium", 11: "medium", 15: "low", 20: "medium"}  # annotated readers keep theirs
+
+
+def test_without_project_analysis_other_files_are_not_looked_at(properties_project):
+    code, findings = run_json("check", "--no-project-analysis", ".", cwd=properties_project)
+    assert by_code(findings, "SYNC105") == []
+    (properties_project / "pyproject.toml").write_text("[tool.synclint]\nproject-analysis = false\n")
+    assert by_code(run_json("check", ".", cwd=properties_project)[1], "SYNC105") == []
+
+
+def test_editing_the_property_rechecks_its_readers(properties_project):
+    assert len(by_code(run_json("check", ".", cwd=properties_project)[1], "SYNC105")) == 4
+    metadata = properties_project / "app" / "metadata.py"
+    metadata.write_text(metadata.read_text().replace('self.seq_lens.to("cpu")', "self.seq_lens"))
+    # The readers' bytes did not change, but what they read did: the cache must not serve them.
+    assert by_code(run_json("check", ".", cwd=properties_project)[1], "SYNC105") == []
+
+
+CHAIN = {
+    "engine.py": """
+        import torch
+
+        from app.prepare import prepare
+
+
+        class Engine:
+            def step(self, batch):
+                return prepare(batch)
+
+            def run(self, batches):
+                for batch in batches:
+                    self.step(batch)
+    """,
+    "prepare.py": """
+        import torch
+
+        from .helpers import lengths
+
+
+        def prepare(batch):
+            return lengths(batch) + 1
+    """,
+    "helpers.py": """
+        import torch
+
+
+        def lengths(batch: torch.Tensor) -> int:
+            return _count(batch)
+
+
+        def _count(batch: torch.Tensor) -> int:
+            return int(batch.sum().item())
+    """,
+}
+
+
+def test_a_helper_chain_three_calls_deep_across_files_is_named(tmp_path):
+    make_package(tmp_path, CHAIN)
+    code, findings = run_json("check", ".", cwd=tmp_path)
+    calls = by_code(findings, "SYNC112")
+    assert [(f["filename"], f["location"]["row"]) for f in calls] == [
+        ("app/engine.py", 8),  # `prepare(batch)` in the per-step method
+        ("app/engine.py", 12),  # `self.step(batch)` in a loop
+    ]
+    assert calls[0]["message"].endswith(
+        "prepare -> lengths -> _count: `batch.sum().item()` at app/helpers.py:9"
+    )
+    assert "Engine.step -> prepare -> lengths -> _count" in calls[1]["message"]
+    assert calls[0]["context"] == "step" and calls[1]["context"] == "loop"
+
+
+def test_a_silenced_sync_does_not_travel_to_callers(tmp_path):
+    files = dict(CHAIN)
+    files["helpers.py"] = files["helpers.py"].replace(".item())", ".item())  # noqa: SYNC107")
+    make_package(tmp_path, files)
+    assert by_code(run_json("check", ".", cwd=tmp_path)[1], "SYNC112") == []
+
+
+def test_a_recursive_pair_terminates_and_is_reported_once_per_call(tmp_path):
+    make_package(tmp_path, {
+        "walk.py": """
+            import torch
+
+
+            def down(t: torch.Tensor, n: int):
+                if n:
+                    return up(t, n - 1)
+                return t
+
+
+            def up(t: torch.Tensor, n: int):
+                if t.max().item() > 0:
+                    return down(t, n)
+                return t
+        """,
+        "loop.py": """
+            import torch
+
+            from app.walk import down, up
+
+
+            def drive(ts):
+                for t in ts:
+                    down(t, 3)
+        """,
+    })
+    _, findings = run_json("check", ".", cwd=tmp_path)
+    calls = by_code(findings, "SYNC112")
+    assert [(f["filename"], f["location"]["row"]) for f in calls] == [("app/loop.py", 8)]
+    assert "down -> up: `t.max().item()` at app/walk.py:11" in calls[0]["message"]
+
+
+def test_device_buffers_set_in_a_base_class_are_known_in_a_subclass_elsewhere(tmp_path):
+    make_package(tmp_path, {
+        "base.py": """
+            import torch
+
+
+            class Sampler:
+                def __init__(self, device):
+                    self.penalties = torch.zeros(16, device=device)
+        """,
+        "greedy.py": """
+            import torch
+
+            from app.base import Sampler
+
+
+            class Greedy(Sampler):
+                def sample(self, logits):
+                    if self.penalties.any():
+                        logits = logits - self.penalties
+                    return logits.argmax(-1)
+        """,
+    })
+    _, findings = run_json("check", "app/greedy.py", cwd=tmp_path)
+    conditions = by_code(findings, "SYNC101")
+    assert [(f["location"]["row"], f["confidence"]) for f in conditions] == [(8, "high")]
+    assert "torch.zeros" in conditions[0]["because"]
+    _, alone = run_json("check", "--no-project-analysis", "app/greedy.py", cwd=tmp_path)
+    assert [f["confidence"] for f in by_code(alone, "SYNC101")] in ([], ["low"])
+
+
+def test_a_device_tensor_returned_by_another_module_is_a_device_tensor_at_the_caller(tmp_path):
+    make_package(tmp_path, {
+        "buffers.py": """
+            import torch
+
+
+            def make_mask(n, device):
+                return torch.ones(n, dtype=torch.bool, device=device)
+
+
+            def forwarded(n, device):
+                return make_mask(n, device)
+        """,
+        "use.py": """
+            import torch
+
+            from app import buffers
+
+
+            def check(n, device):
+                mask = buffers.forwarded(n, device)
+                if mask.all():
+                    return 1
+                return 0
+        """,
+    })
+    _, findings = run_json("check", "app/use.py", cwd=tmp_path)
+    conditions = by_code(findings, "SYNC101")
+    assert len(conditions) == 1 and conditions[0]["location"]["row"] == 8
+    assert "returned by forwarded() (app/buffers.py:8)" in conditions[0]["because"]
+
+
+def test_relative_imports_climbing_out_of_the_package_are_ignored(tmp_path):
+    make_package(tmp_path, {"a.py": "import torch\nfrom .... import nothing\nfrom . import b\n", "b.py": "import torch\n"})
+    code, findings = run_json("check", ".", cwd=tmp_path)
+    assert code == 0 and findings == []
