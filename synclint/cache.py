@@ -49,6 +49,16 @@ def code_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class ProjectSnapshot:
+    """The project index a run ended with, keyed by every indexed file's entry key: a run over
+    the same files (one of them, as pre-commit gives) starts from it instead of from each
+    file's entry."""
+
+    index: object  # synclint.project.ProjectIndex
+    summaries: dict  # shown path -> ModuleSummary
+
+
 class Cache:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -71,15 +81,16 @@ class Cache:
     def _path(self, key: str) -> Path:
         return self.entries / key[:2] / key[2:]
 
-    def get(self, key: str) -> Entry | None:
+    def get(self, key: str, kind: type = Entry):
+        """The entry stored under `key` if it is a `kind` (an `Entry`, or a `ProjectSnapshot`)."""
         try:
             with open(self._path(key), "rb") as handle:
                 entry = pickle.load(handle)
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
             return None  # missing, or written by another version: a miss
-        return entry if isinstance(entry, Entry) else None
+        return entry if isinstance(entry, kind) else None
 
-    def put(self, key: str, entry: Entry) -> None:
+    def put(self, key: str, entry) -> None:
         if not self.writable:
             return
         path = self._path(key)

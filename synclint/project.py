@@ -21,11 +21,13 @@ Plain data only (no libcst): summaries travel between processes and live in the 
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import pickle
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from synclint.devices import Place, Where, join
@@ -42,14 +44,21 @@ def module_name(path: Path) -> tuple[str, str]:
     `vllm.v1.attention.backend`, and `vllm/v1/__init__.py` is the package `vllm.v1`.
     """
     path = path.absolute()
-    parts = [] if path.name == "__init__.py" else [path.stem]
-    folder = path.parent
-    while (folder / "__init__.py").is_file() and folder.name.isidentifier() and folder.parent != folder:
-        parts.append(folder.name)
-        folder = folder.parent
-    name = ".".join(reversed(parts))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    return name, package
+    folder = _package_of(str(path.parent))
+    if path.name == "__init__.py":
+        return folder, folder
+    name = f"{folder}.{path.stem}" if folder else path.stem
+    return name, folder
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_of(folder: str) -> str:
+    """The dotted package a folder is ("" when it holds no `__init__.py`), one lookup per folder."""
+    path = Path(folder)
+    if not (path / "__init__.py").is_file() or not path.name.isidentifier() or path.parent == path:
+        return ""
+    parent = _package_of(str(path.parent))
+    return f"{parent}.{path.name}" if parent else path.name
 
 
 def package_root(path: Path) -> Path | None:
@@ -377,6 +386,26 @@ class ProjectIndex:
             for cls in self.classes.values():
                 self._fields.update(cls.fields)
         return name in self._fields or name in self.external.fields
+
+    # ---- a smaller copy to keep -------------------------------------------------------------
+
+    def snapshot(self, summaries: dict[str, ModuleSummary]) -> tuple["ProjectIndex", dict[str, ModuleSummary]]:
+        """This solved index and the summaries, without what only solving needed (calls, reads)
+        and with each file's needs cut to the names that carry a fact: what `view_for` reads.
+        Used to start the next run over the same files (synclint.cache.ProjectSnapshot)."""
+        kept = copy.copy(self)
+        kept.functions = {q: replace(f, calls=(), reads=(), returns_calls=()) for q, f in self.functions.items()}
+        kept._resolved, kept._attrs = {}, {}
+        properties = self.property_map().keys()
+        meaningful = {name for name in {c for m in summaries.values() for c in m.needs.calls}
+                      if (fact := self.fact(name)) is not None and (fact.chain is not None or fact.returns is not None)}
+        small = {}
+        for path, summary in summaries.items():
+            needs = Needs(summary.needs.calls & meaningful, summary.needs.classes,
+                          summary.needs.attributes & properties)
+            functions = {q: kept.functions.get(q, f) for q, f in summary.functions.items()}
+            small[path] = replace(summary, functions=functions, needs=needs)
+        return kept, small
 
     # ---- what one file needs ---------------------------------------------------------------
 

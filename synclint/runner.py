@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from synclint.cache import Cache, Entry
+from synclint.cache import Cache, Entry, ProjectSnapshot
 from synclint.config import Settings, SettingsResolver
 from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes, check_file
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
@@ -198,26 +199,43 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     index_only = _package_files(work, paths, resolver, cwd)
     jobs = [*[_placed(job) for job in work], *[_placed(job) for job in index_only]]
     check = Mode(debug=mode.debug)
-    results = _check_all(jobs, check, cache, workers, progress)
-    checked_with = ["" for _ in jobs]  # the digest of the view each result was checked with
-    for _ in range(MAX_PROJECT_ROUNDS):
-        index = ProjectIndex(item.result.summary for item in results if item is not None and item.result.summary)
-        again: list[int] = []
-        for i, item in enumerate(results):
-            summary = item.result.summary if item is not None else None
-            if summary is None or not jobs[i].settings.project_analysis:
-                continue
-            view = index.view_for(summary)
-            digest = view.digest() if view else ""
-            if digest != checked_with[i]:
-                jobs[i] = replace(jobs[i], project=replace(jobs[i].project, view=view if view else None))
-                checked_with[i] = digest
-                again.append(i)
-        if not again:
-            break
-        redone = _check_all([jobs[i] for i in again], check, cache, workers, progress)
-        for i, item in zip(again, redone):
-            results[i] = item
+    snapshot_key = _snapshot_key(jobs, cache)
+    snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
+    if snapshot is not None:
+        # The same files as a run that ended with this index: only the checked files' views are needed.
+        jobs = jobs[: len(work)]
+        for i, job in enumerate(jobs):
+            summary = snapshot.summaries.get(job.shown)
+            view = snapshot.index.view_for(summary) if summary is not None and job.settings.project_analysis else None
+            jobs[i] = replace(job, project=replace(job.project, view=view or None))
+        results = _check_all(jobs, check, cache, workers, progress)
+    else:
+        results = _check_all(jobs, check, cache, workers, progress)
+        checked_with = ["" for _ in jobs]  # the digest of the view each result was checked with
+        for _ in range(MAX_PROJECT_ROUNDS):
+            index = _index_of(results)
+            again: list[int] = []
+            for i, item in enumerate(results):
+                summary = item.result.summary if item is not None else None
+                if summary is None or not jobs[i].settings.project_analysis:
+                    continue
+                view = index.view_for(summary)
+                digest = view.digest() if view else ""
+                if digest != checked_with[i]:
+                    jobs[i] = replace(jobs[i], project=replace(jobs[i].project, view=view if view else None))
+                    checked_with[i] = digest
+                    again.append(i)
+            if not again:
+                break
+            redone = _check_all([jobs[i] for i in again], check, cache, workers, progress)
+            for i, item in zip(again, redone):
+                results[i] = item
+        else:
+            index = _index_of(results)
+        if cache is not None and snapshot_key:
+            summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
+                         if item is not None and item.result.summary is not None}
+            cache.put(snapshot_key, ProjectSnapshot(*index.snapshot(summaries)))
     results = results[: len(work)]
     if mode.fix:
         fixable = [i for i, item in enumerate(results) if item is not None and _has_fixes(item, jobs[i].settings, mode)]
@@ -225,6 +243,30 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         for i, item in zip(fixable, fixed):
             results[i] = item
     return results
+
+
+def _index_of(results: list[FileFix | None]) -> ProjectIndex:
+    return ProjectIndex(item.result.summary for item in results if item is not None and item.result.summary)
+
+
+def _entry_key(cache: Cache, job: Job, data: bytes) -> str:
+    view = job.project.view
+    return cache.key(data, job.shown, job.settings, f"check:{job.project.module}:{view.digest() if view else ''}")
+
+
+def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
+    """The key of the index snapshot for exactly these files with these bytes (None: no cache,
+    or a file that cannot be read, which its check reports)."""
+    if cache is None:
+        return None
+    digest = hashlib.sha256(b"project-snapshot")
+    for job in sorted(jobs, key=lambda j: j.shown):
+        try:
+            data = job.path.read_bytes()
+        except OSError:
+            return None
+        digest.update(_entry_key(cache, job, data).encode())
+    return digest.hexdigest()
 
 
 def _placed(job: Job) -> Job:
@@ -242,11 +284,11 @@ def _package_files(work: list[Job], paths: list[Path], resolver: SettingsResolve
     roots = {root for root in roots if not any(root == top or top in root.parents for top in walked)}
     if not roots:
         return []
-    checked = {job.path.resolve() for job in work}
+    checked = {os.path.abspath(job.path) for job in work}
     extra: list[Job] = []
     for item in discover(sorted(roots), resolver, force_exclude=True):
-        if isinstance(item, Target) and item.path.resolve() not in checked:
-            checked.add(item.path.resolve())
+        if isinstance(item, Target) and os.path.abspath(item.path) not in checked:
+            checked.add(os.path.abspath(item.path))
             extra.append(Job(item.path, display_path(item.path, cwd), resolver.for_path(item.path)))
     return extra
 
@@ -269,8 +311,7 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
             data = job.path.read_bytes()
         except OSError:
             continue  # the check itself reports it
-        view = job.project.view
-        key = cache.key(data, job.shown, job.settings, f"check:{job.project.module}:{view.digest() if view else ''}")
+        key = _entry_key(cache, job, data)
         entry = cache.get(key)
         if entry is not None and mode.fix and _has_fixes(FileFix(FileResult(job.shown, list(entry.findings))),
                                                          job.settings, mode):

@@ -282,3 +282,11 @@ def test_relative_imports_climbing_out_of_the_package_are_ignored(tmp_path):
     make_package(tmp_path, {"a.py": "import torch\nfrom .... import nothing\nfrom . import b\n", "b.py": "import torch\n"})
     code, findings = run_json("check", ".", cwd=tmp_path)
     assert code == 0 and findings == []
+
+
+def test_a_later_run_on_one_file_starts_from_the_saved_index_and_agrees(properties_project):
+    _, whole = run_json("check", ".", cwd=properties_project)
+    _, again = run_json("check", ".", cwd=properties_project)
+    _, one = run_json("check", "app/backends/readers.py", cwd=properties_project)
+    assert again == whole
+    assert one == [f for f in whole if f["filename"] == "app/backends/readers.py"]
