@@ -436,9 +436,10 @@ class DeviceModel:
         self._in_progress.add(key)
         try:
             result = join_all(self.facts(func).returns) if self.facts(func).returns else UNKNOWN
-            if result.place is Place.UNKNOWN and func.returns is not None:
+            if func.returns is not None:
                 ann = Evaluator(self, func, {}).from_annotation(func.returns.annotation, func.name.value)
-                result = ann or result
+                if ann is not None and (result.place is Place.UNKNOWN or (ann.place is Place.HOST and not ann.is_none)):
+                    result = ann  # `-> bool` is a bool, whatever a path through the body seemed to return
         finally:
             self._in_progress.discard(key)
         self._returns[key] = result
