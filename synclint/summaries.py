@@ -136,7 +136,7 @@ def _functions(devices: DeviceModel) -> Iterator[tuple[cst.FunctionDef, cst.Clas
 
 
 def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, reports=None) -> None:
-    """The first sync (by row) each function's own body holds, skipping silenced ones."""
+    """The surest sync each function's own body holds (the first, among equals), skipping silenced ones."""
     candidates = []
     for rule, report in ctx.reports if reports is None else reports:
         if not rule.syncs or report.allowed:
@@ -148,11 +148,14 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
         return
     located = positions([report for _, _, report in candidates])
     noqa = parse_noqa(text)
-    for owner, rule, report in sorted(candidates, key=lambda c: located[c[2].node].start.line):
+    # The surest sync of each function, the first of those: a caller's finding is as sure as it.
+    for owner, rule, report in sorted(candidates, key=lambda c: (-c[2].confidence, located[c[2].node].start.line)):
         func = summary.functions[owner]
         row = located[report.node].start.line
         mark = noqa.get(row)
-        if (func.sync is not None and func.sync.row <= row) or (mark is not None and mark.silences(rule.code)):
+        if func.sync is not None and (func.sync.confidence, -func.sync.row) >= (report.confidence, -row):
+            continue
+        if mark is not None and mark.silences(rule.code):
             continue
         code = ctx.module.code_for_node(report.node)
         func.sync = SyncSite(rule.code, one_line(code, 60), relpath, row, report.confidence)

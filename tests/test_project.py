@@ -149,12 +149,13 @@ CHAIN = {
         import torch
 
 
-        def lengths(batch: torch.Tensor) -> int:
+        def lengths(batch) -> int:
             return _count(batch)
 
 
-        def _count(batch: torch.Tensor) -> int:
-            return int(batch.sum().item())
+        def _count(batch) -> int:
+            counts = torch.zeros(4, device="cuda") + batch
+            return int(counts.sum().item())
     """,
 }
 
@@ -168,15 +169,27 @@ def test_a_helper_chain_three_calls_deep_across_files_is_named(tmp_path):
         ("app/engine.py", 12),  # `self.step(batch)` in a loop
     ]
     assert calls[0]["message"].endswith(
-        "prepare -> lengths -> _count: `batch.sum().item()` at app/helpers.py:9"
+        "prepare -> lengths -> _count: `counts.sum().item()` at app/helpers.py:10"
     )
     assert "Engine.step -> prepare -> lengths -> _count" in calls[1]["message"]
     assert calls[0]["context"] == "step" and calls[1]["context"] == "loop"
+    assert {f["confidence"] for f in calls} == {"high"}
+
+
+def test_a_sync_on_a_tensor_of_unknown_device_travels_at_low_confidence(tmp_path):
+    files = dict(CHAIN)
+    files["helpers.py"] = files["helpers.py"].replace('torch.zeros(4, device="cuda") + batch', "batch")
+    files["helpers.py"] = files["helpers.py"].replace("def _count(batch)", "def _count(batch: torch.Tensor)")
+    make_package(tmp_path, files)
+    assert by_code(run_json("check", ".", cwd=tmp_path)[1], "SYNC112") == []
+    calls = by_code(run_json("check", "--min-confidence", "low", ".", cwd=tmp_path)[1], "SYNC112")
+    assert [f["confidence"] for f in calls] == ["low", "low"]
 
 
 def test_a_silenced_sync_does_not_travel_to_callers(tmp_path):
     files = dict(CHAIN)
     files["helpers.py"] = files["helpers.py"].replace(".item())", ".item())  # noqa: SYNC107")
+    assert "# noqa" in files["helpers.py"]
     make_package(tmp_path, files)
     assert by_code(run_json("check", ".", cwd=tmp_path)[1], "SYNC112") == []
 
@@ -193,7 +206,8 @@ def test_a_recursive_pair_terminates_and_is_reported_once_per_call(tmp_path):
                 return t
 
 
-            def up(t: torch.Tensor, n: int):
+            def up(t, n: int):
+                t = t.cuda()
                 if t.max().item() > 0:
                     return down(t, n)
                 return t
@@ -212,7 +226,7 @@ def test_a_recursive_pair_terminates_and_is_reported_once_per_call(tmp_path):
     _, findings = run_json("check", ".", cwd=tmp_path)
     calls = by_code(findings, "SYNC112")
     assert [(f["filename"], f["location"]["row"]) for f in calls] == [("app/loop.py", 8)]
-    assert "down -> up: `t.max().item()` at app/walk.py:11" in calls[0]["message"]
+    assert "down -> up: `t.max().item()` at app/walk.py:12" in calls[0]["message"]
 
 
 def test_device_buffers_set_in_a_base_class_are_known_in_a_subclass_elsewhere(tmp_path):
