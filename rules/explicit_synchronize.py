@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from synclint.devices import dotted_name
+from synclint.devices import dotted_name, parameter
 from synclint.model import Confidence
-from synclint.patterns import one_line, parameter
+from synclint.patterns import one_line
 from synclint.rule import Invalid, Rule, Valid
 from synclint.traversal import walk
 

@@ -512,9 +512,9 @@ class DeviceModel:
                 return self.class_qualname(cls.bases[0].value)
             return None
         if isinstance(value, cst.Name) and func is not None:
-            annotation = _parameter_annotation(func, value.value)
-            if annotation is not None:
-                name = annotated_class(annotation)
+            param = parameter(func, value.value)
+            if param is not None and param.annotation is not None:
+                name = annotated_class(param.annotation.annotation)
                 if name is not None and name[:1].isupper():
                     if name in self.classes:
                         return self.qualify_local(name)
@@ -565,11 +565,12 @@ class DeviceModel:
         return False
 
 
-def _parameter_annotation(func: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+def parameter(func: cst.FunctionDef, name: str) -> cst.Param | None:
+    """The parameter of `func` called `name`, if any."""
     params = func.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if param.name.value == name:
-            return param.annotation.annotation if param.annotation is not None else None
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg):
+        if isinstance(param, cst.Param) and param.name.value == name:
+            return param
     return None
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from synclint.devices import Where, device, is_host_code_path
+from synclint.devices import Where, device, is_host_code_path, parameter
 from synclint.traversal import walk
 
 if TYPE_CHECKING:
@@ -186,15 +186,6 @@ def find_all(node: cst.CSTNode, *types: type[cst.CSTNode]) -> list[cst.CSTNode]:
 
     walk(node, Finder())
     return found
-
-
-def parameter(func: cst.FunctionDef, name: str) -> cst.Param | None:
-    """The parameter of `func` called `name`, if any."""
-    params = func.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg):
-        if isinstance(param, cst.Param) and param.name.value == name:
-            return param
-    return None
 
 
 # Calls that build a host tensor from Python or numpy data. A copy of their result to the
