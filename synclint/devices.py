@@ -295,6 +295,7 @@ class DeviceModel:
         self._returns: dict[int, Where] = {}
         self._in_progress: set[int] = set()
         self._qualnames: dict[int, tuple[cst.BaseExpression, str | None]] = {}
+        self._callees: dict[int, tuple[cst.BaseExpression, str | None]] = {}
         self._index(module.body, None, None)
 
     # ---- indexing ------------------------------------------------------------------
@@ -479,7 +480,16 @@ class DeviceModel:
     def callee_qualname(self, func_expr: cst.BaseExpression, scope: Scope | None) -> str | None:
         """The project function a call's `func` names: `f` (local or imported), `self.m`,
         `cls.m`, `super().m`, `module.f`, or `param.m` for a parameter annotated with a class.
-        None for builtins, library calls and anything not resolved."""
+        None for builtins, library calls and anything not resolved. Remembered per node (the
+        summary, SYNC112 and the device model all ask of every call); a node has one scope."""
+        known = self._callees.get(id(func_expr))
+        if known is not None and known[0] is func_expr:
+            return known[1]
+        qual = self._callee_qualname(func_expr, scope)
+        self._callees[id(func_expr)] = (func_expr, qual)
+        return qual
+
+    def _callee_qualname(self, func_expr: cst.BaseExpression, scope: Scope | None) -> str | None:
         if isinstance(func_expr, cst.Name):
             name = func_expr.value
             if name in self.functions:

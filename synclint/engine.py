@@ -135,9 +135,6 @@ class FileContext:
         """Where the walk is now (for a report made now or after the walk)."""
         return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1])
 
-    def add_report(self, rule: Rule, node, message, confidence, because, fix) -> None:
-        self.reports.append((rule, Report(node, message, confidence, because, fix, self.site())))
-
     def anchors(self) -> tuple[tuple[cst.CSTNode, tuple[str, ...]], ...]:
         """Statements whose text holds what is being visited, smallest first, each with the
         indentation of the blocks around it: the statement of the scope's own body being

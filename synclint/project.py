@@ -80,10 +80,6 @@ class ProjectFile:
     package: str = ""  # where its relative imports start
     view: "ProjectView | None" = None  # facts from the rest of the project
 
-    @property
-    def top(self) -> str:
-        return self.module.split(".")[0] if "." in self.module or self.package else ""
-
 
 # ---- what one file says about itself -----------------------------------------------------
 
@@ -201,6 +197,10 @@ class ProjectView:
 
     def digest(self) -> str:
         """Changes when any fact in the view changes (the cache keys a second look by it)."""
+        return self._digest
+
+    @functools.cached_property
+    def _digest(self) -> str:  # asked per file for each round and each cache key: computed once
         canonical = (
             sorted(self.functions.items()),
             sorted((k, sorted(v.items())) for k, v in self.class_attrs.items()),

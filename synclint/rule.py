@@ -156,7 +156,7 @@ class Rule:
         because: str | None = None,
         fix: Replacement | None = None,
     ) -> None:
-        self.ctx.add_report(self, node, message, confidence, because, fix)
+        self.report_at(self.ctx.site(), node, message, confidence=confidence, because=because, fix=fix)
 
     def report_where(self, node: cst.CSTNode, message: str, where: "Where", fix: Replacement | None = None) -> None:
         """Report a value on the device, with the confidence and reason the device model gave."""

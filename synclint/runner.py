@@ -208,9 +208,8 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
             summary = snapshot.summaries.get(job.shown)
             view = snapshot.index.view_for(summary) if summary is not None and job.settings.project_analysis else None
             jobs[i] = replace(job, project=replace(job.project, view=view or None))
-        results = _check_all(jobs, check, cache, workers, progress)
-    else:
-        results = _check_all(jobs, check, cache, workers, progress)
+    results = _check_all(jobs, check, cache, workers, progress)
+    if snapshot is None:
         checked_with = ["" for _ in jobs]  # the digest of the view each result was checked with
         for _ in range(MAX_PROJECT_ROUNDS):
             index = _index_of(results)
@@ -238,7 +237,8 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
             cache.put(snapshot_key, ProjectSnapshot(*index.snapshot(summaries)))
     results = results[: len(work)]
     if mode.fix:
-        fixable = [i for i, item in enumerate(results) if item is not None and _has_fixes(item, jobs[i].settings, mode)]
+        fixable = [i for i, item in enumerate(results)
+                   if item is not None and _has_fixes(item.result.findings, jobs[i].settings, mode)]
         fixed = _check_all([jobs[i] for i in fixable], mode, None, workers, progress)
         for i, item in zip(fixable, fixed):
             results[i] = item
@@ -293,9 +293,10 @@ def _package_files(work: list[Job], paths: list[Path], resolver: SettingsResolve
     return extra
 
 
-def _has_fixes(item: FileFix, settings: Settings, mode: Mode) -> bool:
+def _has_fixes(findings, settings: Settings, mode: Mode) -> bool:
+    """Whether this run would apply a fix of one of `findings`."""
     unsafe = mode.unsafe or settings.unsafe_fixes
-    return any(f.fix is not None and (unsafe or f.fix.applicability is Applicability.SAFE) for f in item.result.findings)
+    return any(f.fix is not None and (unsafe or f.fix.applicability is Applicability.SAFE) for f in findings)
 
 
 def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dict[int, str]:
@@ -313,8 +314,7 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
             continue  # the check itself reports it
         key = _entry_key(cache, job, data)
         entry = cache.get(key)
-        if entry is not None and mode.fix and _has_fixes(FileFix(FileResult(job.shown, list(entry.findings))),
-                                                         job.settings, mode):
+        if entry is not None and mode.fix and _has_fixes(entry.findings, job.settings, mode):
             entry = None
         if entry is None:
             misses[i] = key
