@@ -147,10 +147,10 @@ class BlockingHostToDevice(Rule):
         ),
         # Into a persistent GPU buffer from a host staging buffer.
         Invalid(
-            "import torch\n\ndef stage(dst_gpu: torch.Tensor, src_cpu: torch.Tensor, n: int):\n"
-            "    dst_gpu[:n].copy_(src_cpu[:n])\n",
-            expected_fix="import torch\n\ndef stage(dst_gpu: torch.Tensor, src_cpu: torch.Tensor, n: int):\n"
-            "    dst_gpu[:n].copy_(src_cpu[:n], non_blocking=True)\n",
+            "import torch\n\nclass Model(torch.nn.Module):\n    def stage(self, dst_gpu: torch.Tensor, src_cpu: torch.Tensor, n: int):\n"
+            "        dst_gpu[:n].copy_(src_cpu[:n])\n",
+            expected_fix="import torch\n\nclass Model(torch.nn.Module):\n    def stage(self, dst_gpu: torch.Tensor, src_cpu: torch.Tensor, n: int):\n"
+            "        dst_gpu[:n].copy_(src_cpu[:n], non_blocking=True)\n",
         ),
         # An explicit non_blocking=False is the same wait.
         Invalid(

@@ -116,11 +116,12 @@ class DataDependentShape(Rule):
     ]
     INVALID = [
         Invalid(
-            "import torch\n\n\ndef expand_to_tokens(req_temperature: torch.Tensor, query_lens: torch.Tensor, total: int):\n"
-            "    return torch.repeat_interleave(req_temperature, query_lens, dim=0)\n",
-            expected_fix="import torch\n\n\n"
-            "def expand_to_tokens(req_temperature: torch.Tensor, query_lens: torch.Tensor, total: int):\n"
-            "    return torch.repeat_interleave(req_temperature, query_lens, dim=0, output_size=total)\n",
+            "import torch\n\n\nclass Sampler(torch.nn.Module):\n"
+            "    def expand_to_tokens(self, req_temperature: torch.Tensor, query_lens: torch.Tensor, total: int):\n"
+            "        return torch.repeat_interleave(req_temperature, query_lens, dim=0)\n",
+            expected_fix="import torch\n\n\nclass Sampler(torch.nn.Module):\n"
+            "    def expand_to_tokens(self, req_temperature: torch.Tensor, query_lens: torch.Tensor, total: int):\n"
+            "        return torch.repeat_interleave(req_temperature, query_lens, dim=0, output_size=total)\n",
             confidence=Confidence.MEDIUM,
         ),
         Invalid(
@@ -150,8 +151,8 @@ class DataDependentShape(Rule):
         ),
         Invalid("import torch\nrepeats = torch.ones(4, dtype=torch.long).cuda()\nidx = torch.repeat_interleave(repeats)\n"),
         Invalid(
-            "import torch\nfrom torch.nn.functional import one_hot\n\ndef f(ids: torch.Tensor, num_classes: int):\n"
-            "    return one_hot(\n        ids,\n        -1,\n    )\n",
+            "import torch\nfrom torch.nn.functional import one_hot\n\ndef f(input_ids: torch.Tensor, num_classes: int):\n"
+            "    return one_hot(\n        input_ids,\n        -1,\n    )\n",
         ),
     ]
 

@@ -157,14 +157,14 @@ class HostDataToDevice(Rule):
     INVALID = [
         # vLLM's isin_list (PR #42347).
         Invalid(
-            "import torch\n\ndef isin_list(elements: torch.Tensor, test_elements_list: list[int]) -> torch.Tensor:\n"
-            "    test_elements = torch.tensor(test_elements_list, dtype=torch.int64, device=elements.device)\n"
-            "    return torch.isin(elements, test_elements)\n",
+            "import torch\n\ndef isin_list(input_ids: torch.Tensor, test_elements_list: list[int]) -> torch.Tensor:\n"
+            "    test_elements = torch.tensor(test_elements_list, dtype=torch.int64, device=input_ids.device)\n"
+            "    return torch.isin(input_ids, test_elements)\n",
             expected_fix="import torch\n\n"
-            "def isin_list(elements: torch.Tensor, test_elements_list: list[int]) -> torch.Tensor:\n"
+            "def isin_list(input_ids: torch.Tensor, test_elements_list: list[int]) -> torch.Tensor:\n"
             "    test_elements = torch.tensor(test_elements_list, dtype=torch.int64, "
-            "pin_memory=torch.cuda.is_available()).to(elements.device, non_blocking=True)\n"
-            "    return torch.isin(elements, test_elements)\n",
+            "pin_memory=torch.cuda.is_available()).to(input_ids.device, non_blocking=True)\n"
+            "    return torch.isin(input_ids, test_elements)\n",
             confidence=Confidence.MEDIUM,
         ),
         Invalid(

@@ -119,8 +119,8 @@ class HostRead(Rule):
     ]
     INVALID = [
         Invalid(
-            "import torch\n\ndef num_accepted_tokens(accepted: torch.Tensor) -> int:\n"
-            "    return accepted.sum().item()\n",
+            "import torch\n\nclass Sampler(torch.nn.Module):\n    def num_accepted_tokens(self, accepted: torch.Tensor) -> int:\n"
+            "        return accepted.sum().item()\n",
             confidence=Confidence.MEDIUM,
         ),
         Invalid("import torch\nx = torch.zeros(3, device='cuda')\nids = x.tolist()\n", confidence=Confidence.HIGH),
@@ -131,11 +131,11 @@ class HostRead(Rule):
         Invalid("import torch\nx = torch.ones(4, device='cuda')\nline = f'max {x.max():.3f}'\n"),
         Invalid("import torch\nx = torch.ones(4, device='cuda')\nprint(x)\ntext = repr(x) + str(x)\n", count=3),
         Invalid("import torch\nx = torch.ones(4, device='cuda')\nline = 'x=%s' % x\nother = 'x={}'.format(x)\n", count=2),
-        Invalid("import torch\n\ndef longest(prompt_lens: torch.Tensor):\n    return max(prompt_lens)\n"),
+        Invalid("import torch\n\nclass Encoder(torch.nn.Module):\n    def longest(self, prompt_lens: torch.Tensor):\n        return max(prompt_lens)\n"),
         Invalid("import torch\nx = torch.ones(4, device='cuda')\nfound = 3 in x\n"),
         Invalid(
-            "import torch\n\ndef rows(hidden: torch.Tensor, logits_indices: list[int]):\n"
-            "    return hidden[logits_indices]\n"
+            "import torch\n\ndef rows(hidden_states: torch.Tensor, logits_indices: list[int]):\n"
+            "    return hidden_states[logits_indices]\n"
         ),
         Invalid("import torch\nx = torch.ones(4, device='cuda')\ny = x[[0, 2]]\nz = x[:, [1, 3]]\n", count=2),
         Invalid("import torch\nx = torch.ones(4, device='cuda')\nidx = torch.tensor([0, 2])\ny = x[idx]\n"),
@@ -344,19 +344,35 @@ class HostRead(Rule):
             if written is None or not self.where(written).is_tensor:
                 return
         indexed = self.where(node.value)
-        if not indexed.on_device:
+        if not (indexed.on_device or indexed.place is Place.UNKNOWN):
             return
         for element in node.slice:
             index = element.slice
-            if isinstance(index, cst.Index) and self._is_host_index(index.value):
-                text = one_line(self.code_of(node))
-                self.report_where(
-                    node,
-                    f"`{text}` indexes a GPU tensor with the host index `{one_line(self.code_of(index.value))}`: "
-                    "its blocking copy to the GPU waits for the GPU",
-                    indexed,
-                )
-                return
+            if not (isinstance(index, cst.Index) and self._is_host_index(index.value)):
+                continue
+            if not indexed.on_device:
+                # Only a tensor takes a tensor as its index; where it lives is unknown, and in an
+                # nn.Module's methods (a vision tower's RoPE cache) it is most likely the GPU.
+                if self.where(index.value).place is not Place.HOST_TENSOR:
+                    return
+                indexed = self._indexed_by_a_tensor(node.value)
+            text = one_line(self.code_of(node))
+            self.report_where(
+                node,
+                f"`{text}` indexes a GPU tensor with the host index `{one_line(self.code_of(index.value))}`: "
+                "its blocking copy to the GPU waits for the GPU",
+                indexed,
+            )
+            return
+
+    def _indexed_by_a_tensor(self, value: cst.BaseExpression) -> Where:
+        scope = self.ctx.scopes[-1]
+        model = self.ctx.devices
+        in_module = isinstance(scope, cst.FunctionDef) and model.is_module_class(model.class_of(scope))
+        text = one_line(self.code_of(value))
+        if in_module:
+            return Where(Place.DEVICE, Confidence.MEDIUM, f"`{text}` is indexed by a tensor, so it is one; in an nn.Module it likely lives on the GPU")
+        return Where(Place.DEVICE, Confidence.LOW, f"`{text}` is indexed by a tensor, so it is one, of unknown device")
 
     def _report_slice_bound(self, node: cst.Subscript, bound: cst.BaseExpression) -> bool:
         where = self.where(bound)

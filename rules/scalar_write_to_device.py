@@ -198,8 +198,9 @@ class ScalarWriteToDevice(Rule):
             confidence=Confidence.HIGH,
         ),
         Invalid(
-            "import torch\n\n\ndef reset(counts: torch.Tensor, idx_mapping: torch.Tensor) -> None:\n"
-            "    counts[idx_mapping] = 0\n",
+            "import torch\n\n\nclass Penalties(torch.nn.Module):\n"
+            "    def reset(self, counts: torch.Tensor, idx_mapping: torch.Tensor) -> None:\n"
+            "        counts[idx_mapping] = 0\n",
             confidence=Confidence.MEDIUM,
         ),
         Invalid(

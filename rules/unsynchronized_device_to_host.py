@@ -122,8 +122,8 @@ class UnsynchronizedDeviceToHost(Rule):
     ]
     INVALID = [
         Invalid(
-            "import torch\n\ndef sampled_ids_to_lists(sampled_token_ids: torch.Tensor):\n"
-            "    sampled_cpu = sampled_token_ids.to('cpu', non_blocking=True)\n    return sampled_cpu.tolist()\n",
+            "import torch\n\nclass Sampler(torch.nn.Module):\n    def sampled_ids_to_lists(self, sampled_token_ids: torch.Tensor):\n"
+            "        sampled_cpu = sampled_token_ids.to('cpu', non_blocking=True)\n        return sampled_cpu.tolist()\n",
             confidence=Confidence.MEDIUM,
         ),
         Invalid(
@@ -138,7 +138,7 @@ class UnsynchronizedDeviceToHost(Rule):
         ),
         Invalid("import torch\nx = torch.ones(4, device='cuda')\ntotal = x.to('cpu', non_blocking=True).sum()\n"),
         Invalid(
-            "import torch\n\nclass Runner:\n    def __init__(self):\n"
+            "import torch\n\nclass Runner(torch.nn.Module):\n    def __init__(self):\n"
             "        self.counts = CpuGpuBuffer(8, device='cuda')\n\n"
             "    def step(self, counts: torch.Tensor):\n"
             "        self.counts.cpu[:4].copy_(counts, non_blocking=True)\n"

@@ -138,10 +138,10 @@ class ValidatingCall(Rule):
     ]
     INVALID = [
         Invalid(
-            "import torch\n\ndef ridge(features: torch.Tensor, reg: float):\n"
-            "    gram = features.mT @ features\n    return torch.linalg.inv(gram)\n",
-            expected_fix="import torch\n\ndef ridge(features: torch.Tensor, reg: float):\n"
-            "    gram = features.mT @ features\n    return torch.linalg.inv_ex(gram).inverse\n",
+            "import torch\n\ndef ridge(hidden_states: torch.Tensor, reg: float):\n"
+            "    gram = hidden_states.mT @ hidden_states\n    return torch.linalg.inv(gram)\n",
+            expected_fix="import torch\n\ndef ridge(hidden_states: torch.Tensor, reg: float):\n"
+            "    gram = hidden_states.mT @ hidden_states\n    return torch.linalg.inv_ex(gram).inverse\n",
             confidence=Confidence.MEDIUM,
         ),
         Invalid(

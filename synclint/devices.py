@@ -20,7 +20,7 @@ import fnmatch
 import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -45,6 +45,10 @@ class Where:
     confidence: Confidence
     because: str | None = None
     is_none: bool = False  # the literal None: joins as "nothing here"
+    # A tuple or list built here: where each of its positions lives (`return ids, count`), and
+    # where the elements appended to a list live (`parts.append(t)` before `torch.cat(parts)`).
+    items: tuple["Where", ...] | None = None
+    element: "Where | None" = None
 
     @property
     def on_device(self) -> bool:
@@ -59,7 +63,13 @@ class Where:
         return self.place in (Place.DEVICE, Place.HOST_TENSOR)
 
     def weaker(self, cap: Confidence) -> "Where":
-        return Where(self.place, min(self.confidence, cap), self.because, self.is_none)
+        return Where(self.place, min(self.confidence, cap), self.because, self.is_none, self.items, self.element)
+
+    def item(self, position: int) -> "Where | None":
+        """Where position `position` of this tuple lives, when it was built where we can see it."""
+        if self.items is None or not -len(self.items) <= position < len(self.items):
+            return None
+        return self.items[position]
 
 
 UNKNOWN = Where(Place.UNKNOWN, Confidence.LOW)
@@ -82,7 +92,10 @@ def join(a: Where, b: Where) -> Where:
     if b.is_none:
         return a
     if a.place is b.place:
-        return a if a.confidence <= b.confidence else b
+        joined = a if a.confidence <= b.confidence else b
+        if a.place is Place.HOST and (a.items or b.items or a.element or b.element):
+            joined = replace(joined, items=_join_items(a.items, b.items), element=_join_element(a.element, b.element))
+        return joined
     if a.place is Place.UNKNOWN or b.place is Place.UNKNOWN:
         known = b if a.place is Place.UNKNOWN else a
         return known.weaker(Confidence.MEDIUM)
@@ -90,6 +103,19 @@ def join(a: Where, b: Where) -> Where:
         dev = a if a.on_device else b
         return Where(Place.DEVICE, Confidence.MEDIUM, (dev.because or "") + " on one path" if dev.because else None)
     return host_tensor() if Place.HOST_TENSOR in (a.place, b.place) else HOST
+
+
+def _join_items(a: tuple[Where, ...] | None, b: tuple[Where, ...] | None) -> tuple[Where, ...] | None:
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(join(x, y) for x, y in zip(a, b))
+
+
+def _join_element(a: Where | None, b: Where | None) -> Where | None:
+    """An empty list on one path and a list of host tensors on the other holds host tensors."""
+    if a is None or b is None:
+        return a or b
+    return join(a, b)
 
 
 def join_all(items: Iterable[Where]) -> Where:
@@ -439,7 +465,9 @@ class DeviceModel:
             result = join_all(self.facts(func).returns) if self.facts(func).returns else UNKNOWN
             if func.returns is not None:
                 ann = Evaluator(self, func, {}).from_annotation(func.returns.annotation, func.name.value)
-                if ann is not None and (result.place is Place.UNKNOWN or (ann.place is Place.HOST and not ann.is_none)):
+                if ann is not None and result.items is None and (
+                    result.place is Place.UNKNOWN or (ann.place is Place.HOST and not ann.is_none)
+                ):
                     result = ann  # `-> bool` is a bool, whatever a path through the body seemed to return
         finally:
             self._in_progress.discard(key)
@@ -568,9 +596,12 @@ class DeviceModel:
             nxt = None
             for base in cls.bases:
                 qual = self.qualname(base.value) or dotted_name(base.value) or ""
-                if qual in ("torch.nn.Module", "nn.Module") or qual.endswith(("nn.Module", "Module")):
+                if qual.endswith("Module"):
                     return True
-                nxt = self.classes.get(dotted_name(base.value) or "") or nxt
+                local = self.classes.get(dotted_name(base.value) or "")
+                if local is None and any(a.endswith("Module") for a in self.view.class_bases.get(self.class_qualname(base.value) or "", ())):
+                    return True  # a base in another file of the project is an nn.Module
+                nxt = local or nxt
             cls = nxt
         return False
 
@@ -658,6 +689,18 @@ def _host_uses(func: cst.FunctionDef) -> dict[str, str]:
     return uses
 
 
+# Parameter names that, annotated `torch.Tensor`, are a model's activations or caches wherever
+# they appear: they live on the GPU during inference.
+ACTIVATION_NAMES = frozenset(
+    "x hidden_states hidden_state residual inputs_embeds input_embeds logits router_logits input_ids positions "
+    "query key value q k v kv_cache kv_caches k_cache v_cache topk_ids topk_weights attn_output".split()
+)
+
+
+def _is_activation_name(name: str) -> bool:
+    return name in ACTIVATION_NAMES
+
+
 def _is_property(func: cst.FunctionDef) -> bool:
     for dec in func.decorators:
         name = dotted_name(dec.decorator) or ""
@@ -688,6 +731,7 @@ class FlowWalker:
         params = func.params
         positional = [*params.posonly_params, *params.params]
         host_uses: dict[str, str] | None = None  # found on first need: most functions never ask
+        passed = self.model.view.device_params.get(self.model.function_qualname(func) or "", {})
         for i, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
             if i == 0 and cls is not None and name in ("self", "cls"):
@@ -695,6 +739,13 @@ class FlowWalker:
             where = None
             if param.annotation is not None:
                 where = evaluator.from_annotation(param.annotation.annotation, name)
+                if where is not None and where.on_device and where.confidence is Confidence.MEDIUM and not (
+                    in_module or _is_activation_name(name)
+                ):
+                    # Helpers outside nn.Modules (CPU fallbacks, planners, processors, reference
+                    # code) take host tensors as often as device ones: measured on vLLM, half of
+                    # such findings were host tensors.
+                    where = Where(Place.DEVICE, Confidence.LOW, f"{where.because}, outside an nn.Module")
             if where is None and param.default is not None:
                 where = evaluator.eval(param.default)
                 if where.is_none or where.place is Place.UNKNOWN:
@@ -703,6 +754,10 @@ class FlowWalker:
                 where = self.model.conventions.classify(name)
             if where is None and in_module and not self.model.host_code and func.name.value == "forward" and i == (1 if cls is not None else 0):
                 where = device(f"{name} is an argument of nn.Module.forward", Confidence.MEDIUM)
+            caller = passed.get(name)
+            if caller is not None and (where is None or where.place is Place.UNKNOWN or (where.on_device and where.confidence < caller.confidence)):
+                # A caller (in this file or another) passes a GPU tensor here.
+                where = Where(Place.DEVICE, min(caller.confidence, Confidence.MEDIUM), caller.because)
             if where is not None and where.on_device and where.confidence < Confidence.HIGH:
                 host_uses = _host_uses(func) if host_uses is None else host_uses
                 evidence = host_uses.get(name)
@@ -810,7 +865,29 @@ class FlowWalker:
             self.facts.returns.append(evaluator.eval(small.value))
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             self._note_registered_buffer(small.value)
+            return self._note_append(small.value, env, evaluator)
         return env
+
+    def _note_append(self, call: cst.Call, env: Env, evaluator: "Evaluator") -> Env:
+        """`parts.append(t)`: the list `parts` holds tensors where `t` lives (for `torch.cat(parts)`)."""
+        func = call.func
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("append", "insert")
+            and isinstance(func.value, cst.Name)
+            and call.args
+        ):
+            return env
+        name = func.value.value
+        held = env.get(name)
+        if held is None or held.place is not Place.HOST or held.is_none:
+            return env
+        added = evaluator.eval(call.args[-1].value)
+        if not added.is_tensor:
+            return env
+        new = dict(env)
+        new[name] = replace(held, items=None, element=_join_element(held.element, added))
+        return new
 
     def _note_registered_buffer(self, call: cst.Call) -> None:
         """`self.register_buffer("name", t)`: like a parameter, the buffer moves with the module."""
@@ -852,6 +929,8 @@ class FlowWalker:
             if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(elements):
                 evaluator = Evaluator(self.model, self.scope, env)
                 values = [evaluator.eval(e.value) for e in value_node.elements]
+            elif value.items is not None and len(value.items) == len(elements):
+                values = list(value.items)  # `ids, count = helper()` where helper returns a tuple
             for i, element in enumerate(elements):
                 if isinstance(element, cst.StarredElement):
                     element = element.value
@@ -899,7 +978,16 @@ class Evaluator:
 
     _eval_Integer = _eval_Float = _eval_Imaginary = _host
     _eval_SimpleString = _eval_ConcatenatedString = _eval_FormattedString = _host
-    _eval_List = _eval_Tuple = _eval_Set = _eval_Dict = _host
+    _eval_Set = _eval_Dict = _host
+
+    def _eval_Tuple(self, expr: cst.Tuple | cst.List) -> Where:
+        if not expr.elements or any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return HOST
+        items = tuple(self.eval(e.value) for e in expr.elements)
+        tensors = [w for w in items if w.is_tensor]
+        return Where(Place.HOST, Confidence.HIGH, items=items, element=join_all(tensors) if len(tensors) == len(items) else None)
+
+    _eval_List = _eval_Tuple
     _eval_ListComp = _eval_SetComp = _eval_DictComp = _eval_GeneratorExp = _eval_Lambda = _host
 
     # names -------------------------------------------------------------------------
@@ -947,7 +1035,13 @@ class Evaluator:
 
     def _eval_Subscript(self, expr: cst.Subscript) -> Where:
         base = self.eval(expr.value)
-        return base if base.place is not Place.UNKNOWN else UNKNOWN
+        if base.items is not None:
+            position = _constant_position(expr)
+            known = base.item(position) if position is not None else None
+            return known if known is not None else UNKNOWN
+        if base.place is Place.UNKNOWN:
+            return UNKNOWN
+        return replace(base, items=None, element=None) if base.element is not None else base
 
     def _is_non_tensor_constant(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
@@ -1067,7 +1161,8 @@ class Evaluator:
                 for element in value.elements:
                     yield self.eval(element.value)
             else:
-                yield self.eval(value)
+                where = self.eval(value)
+                yield where.element if where.element is not None else where
 
     def _factory(self, call: cst.Call, what: str, like: Where | None) -> Where:
         device_arg = _kwarg(call, "device")
@@ -1191,6 +1286,8 @@ class Evaluator:
         where = self.eval(iterable)
         if where.is_tensor:
             return where
+        if where.element is not None:
+            return where.element
         return UNKNOWN if where.place is Place.UNKNOWN else HOST
 
     def from_annotation(self, annotation: cst.BaseExpression, name: str) -> Where | None:
@@ -1230,6 +1327,19 @@ _DTYPE_NAMES = frozenset(
     "float float16 float32 float64 bfloat16 half double int int8 int16 int32 int64 long uint8 bool "
     "complex64 complex128 float8_e4m3fn float8_e5m2 short".split()
 )
+
+
+def _constant_position(expr: cst.Subscript) -> int | None:
+    """The position `t[1]` or `t[-1]` reads, when it is a constant."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    value = expr.slice[0].slice.value
+    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+    if negative:
+        value = value.expression
+    if not isinstance(value, cst.Integer):
+        return None
+    return -int(value.value, 0) if negative else int(value.value, 0)
 
 
 def _kwarg(call: cst.Call, name: str) -> cst.BaseExpression | None:

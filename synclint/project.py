@@ -107,6 +107,9 @@ class FunctionSummary:
     reads: tuple[str, ...] = ()  # attributes it reads that may be properties ("pkg.mod.Class.x")
     returns: Where | None = None  # where its result lives, when known from its own body
     returns_calls: tuple[str, ...] = ()  # the calls whose results it returns, when that is unknown
+    params: tuple[str, ...] = ()  # the parameters a call fills by position (no `self`), then keyword-only ones
+    positional: int = 0  # how many of `params` a call fills by position
+    device_args: dict[str, dict[int | str, Where]] = field(default_factory=dict)  # callee -> GPU tensors it passes, by position or keyword
 
 
 @dataclass
@@ -191,9 +194,10 @@ class ProjectView:
     class_bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # every ancestor of the file's bases
     properties: dict[str, tuple[PropertyFact, ...]] = field(default_factory=dict)  # syncing, by name
     fields: frozenset[str] = frozenset()  # of the attribute names asked, those some class stores as data
+    device_params: dict[str, dict[str, Where]] = field(default_factory=dict)  # own function -> GPU tensors its callers pass
 
     def __bool__(self) -> bool:
-        return bool(self.functions or self.class_attrs or self.properties)
+        return bool(self.functions or self.class_attrs or self.properties or self.device_params)
 
     def digest(self) -> str:
         """Changes when any fact in the view changes (the cache keys a second look by it)."""
@@ -207,6 +211,7 @@ class ProjectView:
             sorted(self.class_bases.items()),
             sorted(self.properties.items()),
             sorted(self.fields),
+            sorted((k, sorted(v.items())) for k, v in self.device_params.items()),
         )
         return hashlib.sha256(pickle.dumps(canonical, protocol=4)).hexdigest()
 
@@ -231,6 +236,7 @@ class ProjectIndex:
         self._properties: dict[str, list[PropertyFact]] | None = None
         self._fields: set[str] | None = None
         self._solve()
+        self.device_params = self._solve_device_params()
 
     # ---- resolution ------------------------------------------------------------------
 
@@ -394,7 +400,7 @@ class ProjectIndex:
         and with each file's needs cut to the names that carry a fact: what `view_for` reads.
         Used to start the next run over the same files (synclint.cache.ProjectSnapshot)."""
         kept = copy.copy(self)
-        kept.functions = {q: replace(f, calls=(), reads=(), returns_calls=()) for q, f in self.functions.items()}
+        kept.functions = {q: replace(f, calls=(), reads=(), returns_calls=(), device_args={}) for q, f in self.functions.items()}
         kept._resolved, kept._attrs = {}, {}
         properties = self.property_map().keys()
         meaningful = {name for name in {c for m in summaries.values() for c in m.needs.calls}
@@ -406,6 +412,27 @@ class ProjectIndex:
             functions = {q: kept.functions.get(q, f) for q, f in summary.functions.items()}
             small[path] = replace(summary, functions=functions, needs=needs)
         return kept, small
+
+    def _solve_device_params(self) -> dict[str, dict[str, Where]]:
+        """For each function, the parameters some caller fills with a GPU tensor (the surest one)."""
+        found: dict[str, dict[str, Where]] = {}
+        for caller in self.functions.values():
+            for callee, args in caller.device_args.items():
+                target = self.resolve(callee)
+                if target is None:
+                    continue
+                func = self.functions[target]
+                for key, where in args.items():
+                    if isinstance(key, int):
+                        name = func.params[key] if key < func.positional else None
+                    else:
+                        name = key if key in func.params else None
+                    if name is None:
+                        continue
+                    known = found.setdefault(target, {}).get(name)
+                    if known is None or where.confidence > known.confidence:
+                        found[target][name] = where
+        return found
 
     # ---- what one file needs ---------------------------------------------------------------
 
@@ -443,9 +470,10 @@ class ProjectIndex:
                 properties[name] = found
                 if self.is_plain_field(name):
                     fields.add(name)
-        if not (functions or class_attrs or properties):
+        device_params = {q: self.device_params[q] for q in sorted(summary.functions) if q in self.device_params}
+        if not (functions or class_attrs or properties or device_params):
             return EMPTY_VIEW
-        return ProjectView(functions, class_attrs, class_bases, properties, frozenset(fields))
+        return ProjectView(functions, class_attrs, class_bases, properties, frozenset(fields), device_params)
 
 
 def short_name(qualname: str) -> str:

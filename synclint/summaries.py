@@ -13,11 +13,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from synclint.devices import DeviceModel, Place, _block, _child_blocks, _is_property, dotted_name
+from synclint.devices import DeviceModel, Place, Where, _block, _child_blocks, _is_property, dotted_name
 from synclint.model import Confidence
 from synclint.noqa import parse_noqa
 from synclint.patterns import one_line
-from synclint.project import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite
+from synclint.project import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite, short_name
 
 _ATTRIBUTE_NAMES = re.compile(r"\.\s*([A-Za-z_]\w*)")
 _DEPRECATED_TEXT = 160  # characters of a deprecation message kept for reports
@@ -36,6 +36,7 @@ class CallRecorder:
         self.returns: dict[str, list[str | None]] = {}  # per `return`: the callee, None if not a call
         self.classes_named: set[str] = set()  # receiver classes from annotations
         self.generators: set[int] = set()  # id() of functions holding a `yield`
+        self.device_args: dict[str, dict[str, dict[int | str, Where]]] = {}  # caller -> callee -> GPU arguments
 
     def owner(self) -> str | None:
         """The summarised function holding the node: nested functions count as their enclosing one."""
@@ -53,6 +54,23 @@ class CallRecorder:
         callee = self.devices.callee_qualname(node.func, self.ctx.scopes[-1])
         if callee is not None:
             self.calls.setdefault(owner, []).append(callee)
+            self._note_device_args(owner, callee, node)
+
+    def _note_device_args(self, owner: str, callee: str, node: cst.Call) -> None:
+        """The GPU tensors this call passes: the callee's parameters learn where they live from them."""
+        for position, arg in enumerate(node.args):
+            if arg.star:
+                return  # positions after `*args` are unknown
+            where = self.ctx.where(arg.value)
+            if not where.on_device or where.confidence < Confidence.MEDIUM:
+                continue
+            key: int | str = arg.keyword.value if arg.keyword is not None else position
+            passed = self.device_args.setdefault(owner, {}).setdefault(callee, {})
+            known = passed.get(key)
+            if known is None or where.confidence > known.confidence:
+                text = one_line(self.ctx.module.code_for_node(arg.value), 40)
+                because = f"{short_name(owner)}() passes `{text}` here" + (f" ({where.because})" if where.because else "")
+                passed[key] = Where(Place.DEVICE, where.confidence, because)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if not isinstance(node.value, cst.Name):
@@ -92,6 +110,7 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
         if qual is None:
             continue
         is_property = _is_property(func)
+        params, positional = _call_parameters(func, cls)
         summary.functions[qual] = FunctionSummary(
             qualname=qual,
             path=relpath,
@@ -100,6 +119,9 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
             deprecated=_deprecation(func) if is_property else None,
             calls=tuple(dict.fromkeys(recorder.calls.get(qual, ()))),
             reads=tuple(dict.fromkeys(recorder.reads.get(qual, ()))),
+            params=params,
+            positional=positional,
+            device_args=recorder.device_args.get(qual, {}),
         )
     _add_syncs(ctx, summary, text, relpath, positions)
     _add_returns(devices, recorder, summary)
@@ -133,6 +155,17 @@ def _functions(devices: DeviceModel) -> Iterator[tuple[cst.FunctionDef, cst.Clas
         for stmt in _block(cls.body):
             if isinstance(stmt, cst.FunctionDef):
                 yield stmt, cls
+
+
+def _call_parameters(func: cst.FunctionDef, cls: cst.ClassDef | None) -> tuple[tuple[str, ...], int]:
+    """The parameter names a call fills by position (a method's `self` or `cls` left out), then
+    the keyword-only ones; and how many are positional."""
+    params = func.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    static = any((dotted_name(d.decorator) or "").endswith("staticmethod") for d in func.decorators)
+    if cls is not None and positional and not static:
+        positional = positional[1:]
+    return (*positional, *(p.name.value for p in params.kwonly_params)), len(positional)
 
 
 def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, reports=None) -> None:

@@ -269,3 +269,20 @@ def test_concatenation_of_a_list_of_tensors_is_of_unknown_device():
     for statement in module.body[2:]:
         value = statement.body[0].value
         assert model.where(value, module, statement.body[0]).place is Place.UNKNOWN
+
+
+def test_a_position_of_a_returned_tuple_keeps_its_place():
+    # vLLM 0.21.0 qwen3_vl.py (PR #42347): `get_mrope_input_positions(...)[0].to(device)`, where
+    # the helper returns `torch.from_numpy(positions), delta`.
+    code = (
+        "import numpy as np\nimport torch\n\nclass Model(torch.nn.Module):\n"
+        "    def mrope(self, tokens: list[int]):\n        positions = np.arange(len(tokens))\n"
+        "        return torch.from_numpy(positions), 3\n\n"
+        "    def embed(self, tokens: list[int], emb: torch.Tensor):\n"
+        "        original = self.mrope(tokens)[0].to(emb.device)\n"
+        "        positions, delta = self.mrope(tokens)\n"
+        "        return original, positions.to(emb.device), delta\n"
+    )
+    found = check_snippet(BlockingHostToDevice, code)
+    assert [f.location.row for f in found] == [10, 12]
+    assert all(f.confidence == Confidence.MEDIUM and "torch.from_numpy()" in f.because for f in found)

@@ -230,9 +230,10 @@ def test_list_repeated_by_a_gpu_count_is_still_host_data():
         """
         import torch
 
-        def chunks(feature_lens: torch.Tensor, n_window: int):
-            chunk_num = torch.ceil(feature_lens / n_window).long()
-            return torch.tensor([n_window] * chunk_num.sum(), dtype=torch.long, device=feature_lens.device)
+        class AudioEncoder(torch.nn.Module):
+            def chunks(self, feature_lens: torch.Tensor, n_window: int):
+                chunk_num = torch.ceil(feature_lens / n_window).long()
+                return torch.tensor([n_window] * chunk_num.sum(), dtype=torch.long, device=feature_lens.device)
         """
     )
     assert finding.confidence == Confidence.MEDIUM

@@ -9,7 +9,9 @@ from synclint.testing import check_snippet
 
 
 def messages(code: str) -> list[str]:
-    return [f.message for f in check_snippet(HostRead, code)]
+    # Low confidence too: these snippets are helpers outside an nn.Module, whose tensor
+    # parameters are tensors of unknown device.
+    return [f.message for f in check_snippet(HostRead, code, min_confidence=Confidence.LOW)]
 
 
 def test_enumerate_index_is_a_python_int_not_a_gpu_scalar():
@@ -178,4 +180,40 @@ def test_tensors_in_multimodal_processor_code_are_host_tensors():
     code = "import torch\n\ndef num_tokens(grid_thw: torch.Tensor) -> int:\n    return int(grid_thw.prod().item())\n"
     assert check_snippet(HostRead, code, filename="vllm/models/m3/common/mm_preprocess.py") == []
     assert check_snippet(HostRead, code, filename="vllm/transformers_utils/processors/asr.py") == []
-    assert [f.code for f in check_snippet(HostRead, code, filename="vllm/models/m3/model.py")] == ["SYNC107"]
+    assert [f.code for f in check_snippet(HostRead, code, filename="vllm/models/m3/model.py", min_confidence=Confidence.LOW)] == ["SYNC107"]
+
+
+def test_tensor_parameters_are_medium_in_an_nn_module_and_low_in_a_helper():
+    method = (
+        "import torch\n\nclass Encoder(torch.nn.Module):\n"
+        "    def lengths(self, mask: torch.Tensor) -> list[int]:\n        return mask.sum(-1).tolist()\n"
+    )
+    helper = "import torch\n\ndef lengths(mask: torch.Tensor) -> list[int]:\n    return mask.sum(-1).tolist()\n"
+    activation = "import torch\n\ndef last(hidden_states: torch.Tensor) -> float:\n    return hidden_states[-1].item()\n"
+    assert [f.confidence for f in check_snippet(HostRead, method)] == [Confidence.MEDIUM]
+    assert check_snippet(HostRead, helper) == []
+    (low,) = check_snippet(HostRead, helper, min_confidence=Confidence.LOW)
+    assert low.confidence == Confidence.LOW and low.because == "mask is annotated torch.Tensor, outside an nn.Module"
+    # A model's activations are on the GPU wherever they are passed.
+    assert [f.confidence for f in check_snippet(HostRead, activation)] == [Confidence.MEDIUM]
+
+
+def test_a_tensor_indexed_by_a_host_index_tensor_is_a_tensor():
+    # vLLM 0.21.0 qwen2_5_vl.py and qwen3_omni_moe_thinker.py (PR #42347): the vision RoPE cache,
+    # returned by another object's method, gathered with position ids built on the host.
+    code = (
+        "import torch\n\nclass VisionTransformer(torch.nn.Module):\n"
+        "    def rot_pos_emb(self, grid_thw):\n        pos_ids = []\n"
+        "        for t, h, w in grid_thw:\n            hpos = torch.arange(h).unsqueeze(1).expand(-1, w)\n"
+        "            pos_ids.append(torch.stack([hpos, hpos], dim=-1).repeat(t, 1))\n"
+        "        pos_ids = torch.cat(pos_ids, dim=0)\n"
+        "        cos, sin = self.rotary_pos_emb.get_cos_sin(64)\n"
+        "        return cos[pos_ids].flatten(1), sin[grid_thw]\n"
+    )
+    (found,) = check_snippet(HostRead, code)
+    assert "`cos[pos_ids]`" in found.message and found.confidence == Confidence.MEDIUM
+    assert "indexed by a tensor" in found.because
+    # Outside an nn.Module the same gather is only low confidence.
+    helper = code.replace("class VisionTransformer(torch.nn.Module):", "class VisionTransformer:")
+    assert check_snippet(HostRead, helper) == []
+    assert len(check_snippet(HostRead, helper, min_confidence=Confidence.LOW)) == 1

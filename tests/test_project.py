@@ -304,3 +304,50 @@ def test_a_later_run_on_one_file_starts_from_the_saved_index_and_agrees(properti
     _, one = run_json("check", "app/backends/readers.py", cwd=properties_project)
     assert again == whole
     assert one == [f for f in whole if f["filename"] == "app/backends/readers.py"]
+
+
+def test_a_helper_learns_from_its_callers_that_its_parameter_is_on_the_gpu(tmp_path):
+    # vLLM 0.21.0 models/utils.py (PR #42347, the guarded clamp): a helper outside any nn.Module,
+    # called from models' forward with their hidden states.
+    make_package(tmp_path, {
+        "utils.py": """
+            import torch
+
+
+            def cast_overflow_tensors(tensors: torch.Tensor, offset: float = 1000) -> torch.Tensor:
+                if tensors.isinf().any():
+                    clamp = torch.finfo(tensors.dtype).max - offset
+                    tensors = torch.clamp(tensors, min=-clamp, max=clamp)
+                return tensors
+
+
+            def count(mask: torch.Tensor) -> int:
+                return int(mask.sum().item())
+        """,
+        "models/layer.py": """
+            import torch
+            from torch import nn
+
+            from ..utils import cast_overflow_tensors, count
+
+
+            class Layer(nn.Module):
+                def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+                    return cast_overflow_tensors(hidden_states * 2)
+
+
+            def preprocess(mask):
+                return count(mask)
+        """,
+    })
+    _, findings = run_json("check", ".", cwd=tmp_path)
+    (clamp,) = by_code(findings, "SYNC101")
+    assert clamp["filename"].endswith("app/utils.py") and clamp["confidence"] == "medium"
+    assert clamp["because"].startswith("Layer.forward() passes `hidden_states * 2` here")
+    # `count` is only called with a value of unknown device: low, hidden by default.
+    assert by_code(findings, "SYNC107") == []
+    _, everything = run_json("check", "--min-confidence", "low", ".", cwd=tmp_path)
+    assert [f["confidence"] for f in by_code(everything, "SYNC107")] == ["low"]
+    # Alone, the helper's parameter is a tensor of unknown device outside an nn.Module.
+    _, alone = run_json("check", "--no-project-analysis", ".", cwd=tmp_path)
+    assert by_code(alone, "SYNC101") == []

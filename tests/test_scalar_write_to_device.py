@@ -103,7 +103,7 @@ def test_host_tensor_into_a_tensor_of_unknown_device_is_not_reported():
 
 
 def test_tensors_of_unknown_device_in_cpu_kernel_modules_are_host_tensors():
-    code = "import torch\n\ndef reset(state: torch.Tensor, i: int):\n    state[i] = 0\n"
+    code = "import torch\n\nclass Attention(torch.nn.Module):\n    def reset(self, state: torch.Tensor, i: int):\n        state[i] = 0\n"
     assert len(findings(code, "vllm/layers/attn.py")) == 1
     assert findings(code, "vllm/layers/ops/cpu/attn.py") == []
     assert findings(code, "vllm/utils/cpu_triton_utils.py") == []

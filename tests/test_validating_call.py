@@ -52,12 +52,12 @@ def test_set_default_validate_args_false_later_in_the_module_turns_distributions
 
 def test_distribution_validate_args_true_is_reported_and_an_expression_is_not():
     code = (
-        "import torch\n\ndef f(mu: torch.Tensor, sigma: torch.Tensor, check: bool):\n"
-        "    a = torch.distributions.Normal(mu, sigma, validate_args=True)\n"
-        "    b = torch.distributions.normal.Normal(mu, sigma, validate_args=check)\n"
+        "import torch\n\nclass Head(torch.nn.Module):\n    def f(self, mu: torch.Tensor, sigma: torch.Tensor, check: bool):\n"
+        "        a = torch.distributions.Normal(mu, sigma, validate_args=True)\n"
+        "        b = torch.distributions.normal.Normal(mu, sigma, validate_args=check)\n"
     )
     (finding,) = findings(code)
-    assert finding.location.row == 4 and finding.confidence == Confidence.MEDIUM
+    assert finding.location.row == 5 and finding.confidence == Confidence.MEDIUM
 
 
 def test_transforms_and_kl_of_torch_distributions_are_not_constructors_that_validate():
