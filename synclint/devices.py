@@ -292,6 +292,9 @@ class FunctionFacts:
     self_attrs: dict[str, Where] = field(default_factory=dict)
     loop_depth_of: dict[int, int] = field(default_factory=dict)
     final_env: Env = field(default_factory=dict)
+    # Parameters that the function's own code says nothing sure of (unknown, or a tensor of
+    # unknown device outside an nn.Module): what a caller passing a GPU tensor would settle.
+    weak_params: set[str] = field(default_factory=set)
 
 
 class DeviceModel:
@@ -465,6 +468,8 @@ class DeviceModel:
             result = join_all(self.facts(func).returns) if self.facts(func).returns else UNKNOWN
             if func.returns is not None:
                 ann = Evaluator(self, func, {}).from_annotation(func.returns.annotation, func.name.value)
+                if ann is not None and ann.on_device and ann.confidence is Confidence.MEDIUM and not self.is_module_class(self.class_of(func)):
+                    ann = ann.weaker(Confidence.LOW)  # `-> torch.Tensor` of a helper: as its parameters
                 if ann is not None and result.items is None and (
                     result.place is Place.UNKNOWN or (ann.place is Place.HOST and not ann.is_none)
                 ):
@@ -598,10 +603,7 @@ class DeviceModel:
                 qual = self.qualname(base.value) or dotted_name(base.value) or ""
                 if qual.endswith("Module"):
                     return True
-                local = self.classes.get(dotted_name(base.value) or "")
-                if local is None and any(a.endswith("Module") for a in self.view.class_bases.get(self.class_qualname(base.value) or "", ())):
-                    return True  # a base in another file of the project is an nn.Module
-                nxt = local or nxt
+                nxt = self.classes.get(dotted_name(base.value) or "") or nxt
             cls = nxt
         return False
 
@@ -754,6 +756,8 @@ class FlowWalker:
                 where = self.model.conventions.classify(name)
             if where is None and in_module and not self.model.host_code and func.name.value == "forward" and i == (1 if cls is not None else 0):
                 where = device(f"{name} is an argument of nn.Module.forward", Confidence.MEDIUM)
+            if where is None or where.place is Place.UNKNOWN or (where.on_device and where.confidence is Confidence.LOW):
+                self.facts.weak_params.add(name)
             caller = passed.get(name)
             if caller is not None and (where is None or where.place is Place.UNKNOWN or (where.on_device and where.confidence < caller.confidence)):
                 # A caller (in this file or another) passes a GPU tensor here.

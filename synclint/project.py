@@ -110,6 +110,7 @@ class FunctionSummary:
     params: tuple[str, ...] = ()  # the parameters a call fills by position (no `self`), then keyword-only ones
     positional: int = 0  # how many of `params` a call fills by position
     device_args: dict[str, dict[int | str, Where]] = field(default_factory=dict)  # callee -> GPU tensors it passes, by position or keyword
+    weak_params: frozenset[str] = frozenset()  # parameters a caller's GPU tensor would make surer
 
 
 @dataclass
@@ -427,7 +428,7 @@ class ProjectIndex:
                         name = func.params[key] if key < func.positional else None
                     else:
                         name = key if key in func.params else None
-                    if name is None:
+                    if name is None or name not in func.weak_params:
                         continue
                     known = found.setdefault(target, {}).get(name)
                     if known is None or where.confidence > known.confidence:

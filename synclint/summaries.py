@@ -124,6 +124,7 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
             device_args=recorder.device_args.get(qual, {}),
         )
     _add_syncs(ctx, summary, text, relpath, positions)
+    _add_weak_params(ctx, summary)
     _add_returns(devices, recorder, summary)
     for cls in devices.classes.values():
         qual = devices.qualify_local(cls.name.value)
@@ -192,6 +193,19 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
             continue
         code = ctx.module.code_for_node(report.node)
         func.sync = SyncSite(rule.code, one_line(code, 60), relpath, row, report.confidence)
+
+
+def _add_weak_params(ctx, summary: ModuleSummary) -> None:
+    """Parameters a caller's GPU tensor would make surer, of functions that report a sync not
+    proven on the device (the only ones a caller's fact can change). Taken from the function's
+    own evidence, so that the view a caller's fact makes does not change them."""
+    unsure = {owner for rule, report in ctx.reports
+              if rule.syncs and report.confidence < Confidence.HIGH
+              and (owner := _owner(ctx.devices, report.site.scope)) is not None}
+    for func, _ in _functions(ctx.devices):
+        qual = ctx.devices.function_qualname(func)
+        if qual in unsure and qual in summary.functions:
+            summary.functions[qual].weak_params = frozenset(ctx.devices.facts(func).weak_params)
 
 
 def _owner(devices: DeviceModel, scope) -> str | None:

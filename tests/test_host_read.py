@@ -217,3 +217,13 @@ def test_a_tensor_indexed_by_a_host_index_tensor_is_a_tensor():
     helper = code.replace("class VisionTransformer(torch.nn.Module):", "class VisionTransformer:")
     assert check_snippet(HostRead, helper) == []
     assert len(check_snippet(HostRead, helper, min_confidence=Confidence.LOW)) == 1
+
+
+def test_a_helpers_tensor_return_annotation_is_as_unsure_as_its_parameters():
+    code = (
+        "import torch\n\ndef lengths(batch) -> torch.Tensor:\n    return batch['lengths']\n\n"
+        "class Encoder(torch.nn.Module):\n    def mask(self) -> torch.Tensor:\n        return self.m\n\n"
+        "    def forward(self, batch):\n        a = lengths(batch).tolist()\n        b = self.mask().tolist()\n"
+    )
+    found = check_snippet(HostRead, code, min_confidence=Confidence.LOW)
+    assert [(f.location.row, f.confidence) for f in found] == [(11, Confidence.LOW), (12, Confidence.MEDIUM)]
