@@ -10,8 +10,9 @@ Rows:
   synclint cold       PYTHON -m synclint check --exit-zero [--no-cache] --output-format concise --jobs J vllm
   synclint warm       the same with --cache-dir DIR, after one unmeasured run filled DIR
                       (only when synclint has --cache-dir)
-  synclint one file   PYTHON -m synclint check --exit-zero [--no-cache] --output-format concise vllm/<--one-file>
-                      (interpreter start included; always the file of the full tree)
+  synclint one file   PYTHON -m synclint check --exit-zero --cache-dir DIR --output-format concise vllm/<--one-file>
+                      (as pre-commit runs it: interpreter start included, the package's index in the
+                      warm run's cache; the file must be in the tree, --limit keeps it)
   TorchFix            torchfix -j J vllm (TorchFix's default rules; libcst with metadata)
   Fixit               fixit lint vllm (Fixit's default rules; as many processes as CPUs)
   libcst parse xJ     libcst.parse_module of every file in J processes (no metadata, no rules)
@@ -379,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="synclint-peers-") as tmp_name:
         tmp = Path(tmp_name)
         tree = subset(full_tree, args.limit, tmp / "subset") if args.limit else full_tree
+        if not (tree / args.one_file).is_file():  # the one-file row checks a file of the measured tree
+            (tree / args.one_file).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(one_file, tree / args.one_file)
         files = list(iter_py_files(tree))
         n_files, n_lines = len(files), sum(count_lines(p) for p in files)
         one_lines = count_lines(one_file)
@@ -404,8 +408,9 @@ def main(argv: list[str] | None = None) -> int:
                  check_synclint),
             tool("warm", "synclint warm", synclint + ["--cache-dir", str(cache_dir), "--output-format", "concise"]
                  + jobs + [name], check_synclint),
-            tool("onefile", "synclint one file", synclint + no_cache + ["--output-format", "concise",
-                 f"{full_tree.name}/{args.one_file}"], check_synclint, cwd=full_tree.parent, files=1, lines=one_lines),
+            # As pre-commit runs it: one file of the tree, its package's index in the warm cache.
+            tool("onefile", "synclint one file", synclint + ["--cache-dir", str(cache_dir), "--output-format", "concise",
+                 f"{name}/{args.one_file}"], check_synclint, files=1, lines=one_lines),
             tool("torchfix", "TorchFix", [str(bin_dir / "torchfix"), "-j", str(args.jobs), name], check_torchfix),
             tool("fixit", "Fixit", [str(bin_dir / "fixit"), "lint", name], check_fixit),
             parse_tool("libcst-jobs", f"libcst parse x{args.jobs}", LIBCST_PARSER, args.jobs),
