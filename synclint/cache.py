@@ -64,6 +64,7 @@ class Cache:
         self.directory = directory
         self.entries = directory / f"v{FORMAT}"
         self._fingerprints: dict[tuple, str] = {}
+        self._settings_keys: dict[int, tuple[object, str]] = {}  # id -> (settings, its cache_key())
         self.writable = True
 
     def key(self, data: bytes, shown: str, settings, mode_key: str) -> str:
@@ -72,7 +73,10 @@ class Cache:
         if fingerprint is None:
             fingerprint = self._fingerprints[extra] = code_fingerprint(extra)
         digest = hashlib.sha256()
-        for part in (fingerprint, settings.cache_key(), mode_key, shown):
+        known = self._settings_keys.get(id(settings))
+        if known is None or known[0] is not settings:
+            known = self._settings_keys[id(settings)] = (settings, settings.cache_key())  # one per folder's settings
+        for part in (fingerprint, known[1], mode_key, shown):
             digest.update(part.encode("utf-8", "surrogateescape"))
             digest.update(b"\0")
         digest.update(data)

@@ -29,12 +29,24 @@ class PathProblem:
 
 def relative_to_root(path: Path, root: Path) -> str:
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return _resolved(path).relative_to(_resolved(root)).as_posix()
     except (ValueError, OSError, RuntimeError):  # outside the root, or a symlink loop
         try:
             return path.absolute().relative_to(root.absolute()).as_posix()
         except ValueError:
             return path.as_posix()
+
+
+def _resolved(path: Path) -> Path:
+    """`path.resolve()`, with each folder resolved once per run (asked for every file shown)."""
+    if ".." in path.parts or path.is_symlink():
+        return path.resolve()
+    return Path(_resolved_folder(os.path.abspath(path.parent))) / path.name if path.name else path.resolve()
+
+
+@lru_cache(maxsize=8192)
+def _resolved_folder(folder: str) -> str:
+    return str(Path(folder).resolve())
 
 
 def discover(

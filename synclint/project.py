@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import os
 import pickle
 from collections import deque
 from collections.abc import Iterable
@@ -64,12 +65,18 @@ def _package_of(folder: str) -> str:
 def package_root(path: Path) -> Path | None:
     """The outermost package folder holding `path` (the tree its imports resolve in), if any."""
     path = path.absolute()
-    folder = path if path.is_dir() else path.parent
-    root = None
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        root = folder
-        folder = folder.parent
-    return root
+    root = _package_root_of_folder(str(path if path.is_dir() else path.parent))
+    return Path(root) if root is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_root_of_folder(folder: str) -> str | None:  # asked once per file of a package: once per folder
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
+    parent = os.path.dirname(folder)
+    if parent == folder:
+        return None
+    return _package_root_of_folder(parent) or folder
 
 
 @dataclass(frozen=True)
