@@ -359,6 +359,9 @@ class BlockingHostToDevice(Rule):
         kind, name = tensor_origin
         if kind == "result":
             return Confidence.MEDIUM
+        qualname = self.ctx.devices.function_qualname(func)
+        if name in self.ctx.devices.view.device_params.get(qualname or "", {}):
+            return None  # a caller passes a GPU tensor here: moving it is no copy
         body = func.body.body if isinstance(func.body, cst.IndentedBlock) else ()
         initial = self.ctx.devices.facts(func).env_before.get(id(body[0]), {}).get(name) if body else None
         if initial is None or not initial.on_device or initial.confidence >= Confidence.HIGH:

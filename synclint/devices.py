@@ -699,6 +699,9 @@ ACTIVATION_NAMES = frozenset(
 )
 
 
+_WEIGHT_LOADER = re.compile(r"load\w*weight|weight\w*load")
+
+
 def _is_activation_name(name: str) -> bool:
     return name in ACTIVATION_NAMES
 
@@ -741,7 +744,10 @@ class FlowWalker:
             where = None
             if param.annotation is not None:
                 where = evaluator.from_annotation(param.annotation.annotation, name)
-                if where is not None and where.on_device and where.confidence is Confidence.MEDIUM and not (
+                if where is not None and where.on_device and where.confidence < Confidence.HIGH and _WEIGHT_LOADER.search(func.name.value):
+                    # Weight loaders receive checkpoint tensors, which are read into host memory.
+                    where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a checkpoint tensor given to the weight loader {func.name.value}()")
+                elif where is not None and where.on_device and where.confidence is Confidence.MEDIUM and not (
                     in_module or _is_activation_name(name)
                 ):
                     # Helpers outside nn.Modules (CPU fallbacks, planners, processors, reference
@@ -787,13 +793,15 @@ class FlowWalker:
         if isinstance(stmt, cst.If):
             after_body = self.walk_block(_block(stmt.body), env, depth)
             if stmt.orelse is None:
-                return _join_env(env, after_body)
+                return env if _leaves(stmt.body) else _join_env(env, after_body)
             if isinstance(stmt.orelse, cst.If):
                 self.facts.env_before[id(stmt.orelse)] = env
                 self.facts.loop_depth_of[id(stmt.orelse)] = depth
                 after_else = self.walk_statement(stmt.orelse, env, depth)
             else:
                 after_else = self.walk_block(_block(stmt.orelse.body), env, depth)
+            if _leaves(stmt.body):
+                return after_else  # `if c: ...; return` : what follows runs only when c was false
             return _join_env(after_body, after_else)
         if isinstance(stmt, cst.For):
             inner = dict(env)
@@ -948,6 +956,17 @@ class FlowWalker:
             name = target.attr.value
             old = self.facts.self_attrs.get(name)
             self.facts.self_attrs[name] = value if old is None else join(old, value)
+
+
+def _leaves(body: cst.BaseSuite) -> bool:
+    """Whether a block always ends the function (`return` or `raise` as its last statement)."""
+    statements = _block(body)
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return isinstance(last, (cst.Return, cst.Raise))
 
 
 def _join_env(a: Env, b: Env) -> Env:

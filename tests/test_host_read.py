@@ -227,3 +227,28 @@ def test_a_helpers_tensor_return_annotation_is_as_unsure_as_its_parameters():
     )
     found = check_snippet(HostRead, code, min_confidence=Confidence.LOW)
     assert [(f.location.row, f.confidence) for f in found] == [(11, Confidence.LOW), (12, Confidence.MEDIUM)]
+
+
+def test_weight_loaders_receive_checkpoint_tensors_on_the_host():
+    code = (
+        "import torch\n\nclass Linear(torch.nn.Module):\n"
+        "    def weight_loader(self, param: torch.nn.Parameter, loaded_weight: torch.Tensor):\n"
+        "        scale = loaded_weight.item()\n        rows = loaded_weight[torch.arange(4)]\n"
+        "        param.data.copy_(loaded_weight)\n\n"
+        "    def forward(self, x: torch.Tensor):\n        return x.sum().item()\n"
+    )
+    found = check_snippet(HostRead, code, min_confidence=Confidence.LOW)
+    assert [f.location.row for f in found] == [10]
+
+
+def test_a_branch_that_returns_does_not_reach_the_code_after_it():
+    # vLLM 0.33.0 fmha_sm100/api.py: the `.to(device)` happens only on the path that returns.
+    code = (
+        "import torch\n\ndef plan(lens: list[int], offsets, device, fast: bool):\n"
+        "    if fast:\n        offsets = offsets.to(device)\n        return offsets\n"
+        "    return offsets.tolist()\n\n"
+        "def plan_gpu(offsets, device, fast: bool):\n"
+        "    if fast:\n        offsets = offsets.to(device)\n    return offsets.tolist()\n"
+    )
+    found = check_snippet(HostRead, code, min_confidence=Confidence.LOW)
+    assert [f.location.row for f in found] == [12]

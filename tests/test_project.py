@@ -351,3 +351,39 @@ def test_a_helper_learns_from_its_callers_that_its_parameter_is_on_the_gpu(tmp_p
     # Alone, the helper's parameter is a tensor of unknown device outside an nn.Module.
     _, alone = run_json("check", "--no-project-analysis", ".", cwd=tmp_path)
     assert by_code(alone, "SYNC101") == []
+
+
+def test_moving_a_tensor_that_callers_pass_on_the_gpu_is_no_copy(tmp_path):
+    # vLLM 0.33.0 llava_onevision.py: a helper `.to(device)`s a module parameter its caller passes.
+    make_package(tmp_path, {
+        "helpers.py": """
+            import torch
+
+
+            def add_newline(features: torch.Tensor, newline: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+                return torch.cat([features, newline.to(features.device), scale.to(features.device)])
+        """,
+        "model.py": """
+            import torch
+            from torch import nn
+
+            from .helpers import add_newline
+
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.newline = nn.Parameter(torch.zeros(8))
+
+                def forward(self, hidden_states: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+                    return add_newline(hidden_states, self.newline, scale.cpu())
+        """,
+    })
+    _, findings = run_json("check", "--min-confidence", "low", ".", cwd=tmp_path)
+    # `newline` is a GPU parameter by its caller: moving it is no copy. `scale` is a host tensor
+    # by its caller... which a caller's facts do not say (only GPU tensors travel): low, by annotation.
+    messages = [f["message"] for f in by_code(findings, "SYNC102")]
+    assert not any("newline.to(" in m for m in messages)
+    assert [m.split("`")[1] for m in messages] == ["scale.to(features.device)"]
+    _, alone = run_json("check", "--min-confidence", "low", "--no-project-analysis", ".", cwd=tmp_path)
+    assert len(by_code(alone, "SYNC102")) == 2
