@@ -261,7 +261,11 @@ class HostRead(Rule):
         method = func.attr.value
         receiver = func.value
         if method == "cpu" and self._moved_off_an_unknown_device(receiver):
-            where = Where(Place.DEVICE, Confidence.MEDIUM, f"`.cpu()` moves {one_line(self.code_of(receiver))} to the host, so it is a tensor, likely on the GPU")
+            # A field (`meta.seq_lens.cpu()`, `model.lm_head.weight.cpu()`) is device state more often
+            # than not; a local name is as often a value already on the host, normalised: on vLLM
+            # 0.33.0, 2 of 2 judged fields were on the GPU, 3 of 12 names.
+            sure = Confidence.MEDIUM if isinstance(receiver, cst.Attribute) else Confidence.LOW
+            where = Where(Place.DEVICE, sure, f"`.cpu()` moves {one_line(self.code_of(receiver))} to the host, so it is a tensor, likely on the GPU")
             self._report(call, where, "copies the values to the host")
         elif method in ("item", "tolist", "cpu") and id(call) not in self._tested_items:
             self._report_operand(call, receiver, f"copies {'the values' if method != 'item' else 'a value'} to the host")
