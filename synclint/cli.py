@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 from synclint import __version__
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             from synclint.verify.command import run
 
             return run(args)
-        return cmd_check(args)
+        return cmd_check(args, argv)
     except UsageError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -122,10 +123,49 @@ def _overrides(args: argparse.Namespace) -> dict:
     return overrides
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    from synclint.config import ConfigError, SettingsResolver
-    from synclint.runner import Mode, run_paths, run_stdin
+def cmd_check(args: argparse.Namespace, argv: list[str] | None = None) -> int:
+    _check_usage(args)
+    replays = _replays(args, argv)
+    if replays is None:
+        return _check(args)
+    from synclint.replay import Record, captured, inputs_of
 
+    record = replays.load()
+    if record is not None:
+        return record.play()  # nothing it depends on changed since the run that printed this
+    started = time.time_ns()
+    read: tuple[set[str], set[str]] = (set(), set())
+    with captured() as copies:
+        code = _check(args, read)
+    if code != EXIT_ERROR:
+        output_file = None
+        if args.output_file is not None:
+            try:
+                output_file = (os.fspath(args.output_file), args.output_file.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                return code
+        replays.save(Record(inputs_of(*read), *copies(), output_file, code), started)
+    return code
+
+
+def _replays(args: argparse.Namespace, argv: list[str] | None):
+    """Where this command's last output is kept (synclint.replay), or None when it cannot be
+    replayed: it reads standard input, writes files, or runs without a cache."""
+    if (argv is None or args.no_cache or args.fix or args.diff or args.add_noqa or args.write_baseline is not None
+            or [str(p) for p in args.paths] == ["-"]):
+        return None
+    from synclint.config import ConfigError, project_root
+    from synclint.replay import Replays, command_key
+
+    cwd = Path.cwd()
+    try:
+        root = project_root(cwd, args.config)
+    except (ConfigError, OSError):
+        return None  # the check reports it
+    return Replays(_cache_dir(args, root), command_key(argv, cwd))
+
+
+def _check_usage(args: argparse.Namespace) -> None:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if args.fix and args.diff:
@@ -139,6 +179,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError("--stdin-filename needs `-` as the path")
     if stdin and args.add_noqa:
         raise UsageError("--add-noqa needs files: it cannot edit standard input")
+
+
+def _check(args: argparse.Namespace, read: tuple[set[str], set[str]] | None = None) -> int:
+    """The check itself; the folders and files its output depends on are added to `read`."""
+    from synclint.config import ConfigError, SettingsResolver
+    from synclint.runner import Mode, run_paths, run_stdin
+
+    stdin = [str(p) for p in args.paths] == ["-"]
     cwd = Path.cwd()
     mode = Mode(fix=args.fix or args.diff, write=args.fix, unsafe=bool(args.unsafe_fixes), add_noqa=args.add_noqa,
                 debug=args.debug)
@@ -155,6 +203,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    if read is not None:
+        folders, files = resolver.files_read()
+        read[0].update(run.walked_folders, folders)
+        read[1].update(run.read_files, files, (os.fspath(p) for p in (args.config, args.baseline, args.runtime_report) if p))
     for warning in run.warnings:
         print(f"synclint: warning: {warning}", file=sys.stderr)
     if args.diff:

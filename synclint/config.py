@@ -9,15 +9,17 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import functools
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synclint.model import Confidence
-from synclint.registry import RuleLoadError, all_rules, load_rule_folder
-from synclint.rule import Rule
+
+if TYPE_CHECKING:
+    from synclint.rule import Rule
 
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
 CONTEXTS = ("loop", "step", "init", "test", "code")
@@ -196,6 +198,14 @@ def read_toml_table(path: Path) -> dict[str, Any] | None:
     return table
 
 
+def project_root(cwd: Path, config_file: Path | None = None) -> Path:
+    """The root of the settings that apply in `cwd` (where the cache lives by default)."""
+    if config_file is not None:
+        return config_file.resolve().parent
+    config = find_config(cwd.resolve())
+    return config.parent if config is not None else cwd.resolve()
+
+
 def find_config(start: Path) -> Path | None:
     """The nearest pyproject.toml with a [tool.synclint] table, searching upward."""
     directory = start if start.is_dir() else start.parent
@@ -238,6 +248,8 @@ def _type_name(t: type | tuple) -> str:
 
 def build_settings(table: dict[str, Any], root: Path, source: Path | None, base: Settings | None = None) -> Settings:
     """Validate a `[tool.synclint]` table and turn it into Settings."""
+    from synclint.registry import RuleLoadError, all_rules, load_rule_folder  # libcst: not for a replayed run
+
     where = str(source) if source else "command line"
     settings = base or Settings(root=root)
     settings = replace(settings, root=root, source=source)
@@ -339,6 +351,19 @@ class SettingsResolver:
                 raise ConfigError(f"{config_file}: no such configuration file")
             table = read_toml_table(config_file) or {}
             self.fixed = self._finish(build_settings(table, config_file.resolve().parent, config_file))
+
+    def files_read(self) -> tuple[set[str], set[str]]:
+        """The folders and files the settings so far came from: configuration files, baselines,
+        and `extend-rules` folders with their modules."""
+        folders: set[str] = set()
+        files: set[str] = set()
+        for settings in [*self._by_config.values(), *([self.fixed] if self.fixed else [])]:
+            files.update(str(path) for path in (settings.source, settings.baseline) if path is not None)
+            for folder in settings.extend_rules:
+                for dirpath, dirnames, filenames in os.walk(folder):
+                    folders.add(dirpath)
+                    files.update(os.path.join(dirpath, name) for name in filenames if name.endswith(".py"))
+        return folders, files
 
     def _finish(self, settings: Settings) -> Settings:
         if not self.overrides:

@@ -50,16 +50,17 @@ def _resolved_folder(folder: str) -> str:
 
 
 def discover(
-    paths: list[Path], resolver: SettingsResolver, force_exclude: bool = False
+    paths: list[Path], resolver: SettingsResolver, force_exclude: bool = False, walked: set[str] | None = None,
 ) -> Iterator[Target | PathProblem]:
-    """Yield the files to check, in a stable order, and the paths that cannot be read."""
+    """Yield the files to check, in a stable order, and the paths that cannot be read. The
+    folders walked are added to `walked` (a run whose folders have not changed found the same files)."""
     seen: set[Path] = set()
     for path in paths:
         if not os.path.lexists(path):
             yield PathProblem(path, "no such file or directory")
             continue
         if path.is_dir():
-            yield from _walk(path, resolver, seen)
+            yield from _walk(path, resolver, seen, walked if walked is not None else set())
             continue
         if not path.exists():
             yield PathProblem(path, BROKEN_LINK)
@@ -73,7 +74,7 @@ def discover(
             yield Target(path, explicit=True)
 
 
-def _walk(top: Path, resolver: SettingsResolver, seen: set[Path]) -> Iterator[Target | PathProblem]:
+def _walk(top: Path, resolver: SettingsResolver, seen: set[Path], walked: set[str]) -> Iterator[Target | PathProblem]:
     visited_dirs: set[tuple[int, int]] = set()
     errors: list[OSError] = []
     for dirpath, dirnames, filenames in os.walk(top, onerror=errors.append, followlinks=True):
@@ -91,6 +92,7 @@ def _walk(top: Path, resolver: SettingsResolver, seen: set[Path]) -> Iterator[Ta
             dirnames[:] = []
             continue
         visited_dirs.add((stat.st_dev, stat.st_ino))
+        walked.add(dirpath)
         settings = resolver.for_path(directory)
         # One resolve per folder, not per file: its entries' paths are the folder's plus a name.
         base = relative_to_root(directory, settings.root)

@@ -28,6 +28,8 @@ class RunResult:
     files: list[FileFix] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # unreadable paths, internal errors: exit 2 at the end
     warnings: list[str] = field(default_factory=list)  # fixes dropped, files not written
+    walked_folders: set[str] = field(default_factory=set)  # what the run's output depends on (synclint.replay)
+    read_files: list[str] = field(default_factory=list)
 
     @property
     def findings(self):
@@ -131,10 +133,11 @@ def _process_batch(batch: list[Job], mode: Mode) -> list[FileFix]:
     return [_process(job, mode) for job in batch]
 
 
-def collect(paths: list[Path], resolver: SettingsResolver, force_exclude: bool) -> tuple[list[tuple[Path, Settings]], list[str]]:
+def collect(paths: list[Path], resolver: SettingsResolver, force_exclude: bool,
+            walked: set[str] | None = None) -> tuple[list[tuple[Path, Settings]], list[str]]:
     targets: list[tuple[Path, Settings]] = []
     problems: list[str] = []
-    for item in discover(paths, resolver, force_exclude):
+    for item in discover(paths, resolver, force_exclude, walked):
         if isinstance(item, PathProblem):
             problems.append(f"{item.path}: {item.message}")
         else:
@@ -148,14 +151,15 @@ def run_paths(
     force_exclude: bool = False, cwd: Path | None = None, cache: Cache | None = None, progress: bool = False,
 ) -> RunResult:
     cwd = cwd or Path.cwd()
-    targets, problems = collect(paths, resolver, force_exclude)
-    run = RunResult(problems=problems)
+    run = RunResult()
+    targets, run.problems = collect(paths, resolver, force_exclude, run.walked_folders)
     work = [Job(path, display_path(path, cwd), settings) for path, settings in targets]
+    run.read_files = [os.fspath(job.path) for job in work]
     workers = jobs or os.cpu_count() or 1
     if mode.add_noqa or not any(job.settings.project_analysis for job in work):
         results = _check_all(work, mode, cache, workers, progress)
     else:
-        results = _check_project(work, paths, resolver, mode, cache, workers, progress, cwd)
+        results = _check_project(work, paths, resolver, mode, cache, workers, progress, cwd, run)
     run.files = [item for item in results if item is not None]
     _collect_problems(run)
     return run
@@ -183,7 +187,7 @@ MAX_PROJECT_ROUNDS = 3
 
 
 def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver, mode: Mode, cache: Cache | None,
-                   workers: int, progress: bool, cwd: Path) -> list[FileFix | None]:
+                   workers: int, progress: bool, cwd: Path, run: RunResult) -> list[FileFix | None]:
     """Checks with project analysis (synclint.project).
 
     1. Every checked file, and every other file of the packages they belong to, is checked
@@ -196,7 +200,8 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     With --fix/--diff, the files whose findings have fixes to apply are then fixed, with
     their views. Every step goes through the cache; a second look is keyed by its view.
     """
-    index_only = _package_files(work, paths, resolver, cwd)
+    index_only = _package_files(work, paths, resolver, cwd, run.walked_folders)
+    run.read_files += [os.fspath(job.path) for job in index_only]
     jobs = [*[_placed(job) for job in work], *[_placed(job) for job in index_only]]
     check = Mode(debug=mode.debug)
     snapshot_key = _snapshot_key(jobs, cache)
@@ -276,17 +281,18 @@ def _placed(job: Job) -> Job:
     return replace(job, project=ProjectFile(module, package))
 
 
-def _package_files(work: list[Job], paths: list[Path], resolver: SettingsResolver, cwd: Path) -> list[Job]:
+def _package_files(work: list[Job], paths: list[Path], resolver: SettingsResolver, cwd: Path,
+                   walked: set[str]) -> list[Job]:
     """The other files of the packages the checked files belong to (their outermost package
     folders), to index: a property or helper may be defined outside the files checked."""
     roots = {root for job in work if job.settings.project_analysis and (root := package_root(job.path)) is not None}
-    walked = [p.absolute() for p in paths if p.is_dir()]
-    roots = {root for root in roots if not any(root == top or top in root.parents for top in walked)}
+    named = [p.absolute() for p in paths if p.is_dir()]
+    roots = {root for root in roots if not any(root == top or top in root.parents for top in named)}
     if not roots:
         return []
     checked = {os.path.abspath(job.path) for job in work}
     extra: list[Job] = []
-    for item in discover(sorted(roots), resolver, force_exclude=True):
+    for item in discover(sorted(roots), resolver, force_exclude=True, walked=walked):
         if isinstance(item, Target) and os.path.abspath(item.path) not in checked:
             checked.add(os.path.abspath(item.path))
             extra.append(Job(item.path, display_path(item.path, cwd), resolver.for_path(item.path)))
