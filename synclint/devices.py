@@ -126,8 +126,14 @@ def join_all(items: Iterable[Where]) -> Where:
 
 
 def combine(operands: Sequence[Where]) -> Where:
-    """The result of arithmetic or comparison between operands: a device tensor wins."""
+    """The result of arithmetic or comparison between operands: a device tensor wins, unless
+    only a guess says so and an operand is surely a host tensor: torch refuses to mix a CUDA
+    tensor with a CPU tensor that has dimensions (`mask & (ids.cpu() == k)` is a CPU mask),
+    so the guess is what is wrong."""
     devices = [w for w in operands if w.on_device]
+    host = next((w for w in operands if w.place is Place.HOST_TENSOR and w.confidence is Confidence.HIGH), None)
+    if devices and host is not None and all(w.confidence < Confidence.HIGH for w in devices):
+        return host_tensor(host.because)
     if devices:
         return min(devices, key=lambda w: w.confidence)
     if any(w.place is Place.HOST_TENSOR for w in operands):

@@ -252,3 +252,27 @@ def test_a_branch_that_returns_does_not_reach_the_code_after_it():
     )
     found = check_snippet(HostRead, code, min_confidence=Confidence.LOW)
     assert [f.location.row for f in found] == [12]
+
+
+def test_a_guessed_device_tensor_mixed_with_a_cpu_copy_is_a_cpu_tensor():
+    # torch refuses `cuda_mask & cpu_mask`, so `is_multimodal` must be on the CPU here.
+    code = (
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n"
+        "    def embed(self, input_ids: torch.Tensor, is_multimodal: torch.Tensor) -> int:\n"
+        "        is_video = is_multimodal & (input_ids.cpu() == 7)\n"
+        "        return is_video.sum().item()\n"
+    )
+    found = check_snippet(HostRead, code)
+    assert [f.message.split("`")[1] for f in found] == ["input_ids.cpu()"]
+
+
+def test_a_proven_device_tensor_mixed_with_a_cpu_tensor_stays_on_the_device():
+    # A proven CUDA tensor can only meet a 0-dim CPU tensor: the result is on the GPU.
+    code = (
+        "import torch\n\ndef f(scale_cpu: torch.Tensor):\n"
+        "    x = torch.ones(4, device='cuda')\n"
+        "    y = x * scale_cpu.cpu()\n"
+        "    return y.sum().item()\n"
+    )
+    found = check_snippet(HostRead, code)
+    assert [f.message.split("`")[1] for f in found] == ["y.sum().item()"]
