@@ -188,8 +188,12 @@ class NameConventions:
 
     host: tuple[str, ...] = ("*_cpu", "*_cpu_*", "*_np", "*_host", "*_numpy", "*_per_gpu", "cpu", "np", "host", "host_*", "pinned_*", "*_pinned")
     device: tuple[str, ...] = ("*_gpu", "*_cuda")
+    host_fields: frozenset[str] = frozenset()  # multimodal inputs the project keeps on the CPU
 
     def classify(self, name: str) -> Where | None:
+        if name in self.host_fields:
+            return Where(Place.HOST, Confidence.MEDIUM,
+                         f"{name} is a multimodal input the project declares with keep_on_cpu=True")
         if _any_of(self.host).match(name):
             return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a host value by its name")
         if _any_of(self.device).match(name):
@@ -1063,6 +1067,10 @@ class Evaluator:
     # compound expressions ----------------------------------------------------------
 
     def _eval_Subscript(self, expr: cst.Subscript) -> Where:
+        key = _string_key(expr.slice[0].slice.value) if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) else None
+        by_key = self.model.conventions.classify(key) if key else None
+        if by_key is not None:
+            return by_key  # `inputs["image_grid_thw"]`, `batch["ids_cpu"]`
         base = self.eval(expr.value)
         if base.items is not None:
             position = _constant_position(expr)
@@ -1223,6 +1231,11 @@ class Evaluator:
             if target is not None:
                 return target
             return self.eval(receiver)
+        if method in ("pop", "get") and call.args and call.args[0].keyword is None:
+            key = _string_key(call.args[0].value)
+            by_key = self.model.conventions.classify(key) if key else None
+            if by_key is not None:
+                return by_key  # `kwargs.pop("image_grid_thw", None)`
         if method.startswith("__"):
             return None  # a protocol method (`__tensor_flatten__`, `__reduce__`): not a tensor operation
         base = self.eval(receiver)
@@ -1369,6 +1382,15 @@ def _constant_position(expr: cst.Subscript) -> int | None:
     if not isinstance(value, cst.Integer):
         return None
     return -int(value.value, 0) if negative else int(value.value, 0)
+
+
+def _string_key(expr: cst.BaseExpression) -> str | None:
+    """The text of a plain string literal used as a key (`d["key"]`), if it names something."""
+    if isinstance(expr, cst.SimpleString) and not expr.prefix.strip("rRuU"):
+        value = expr.evaluated_value
+        if isinstance(value, str) and value.isidentifier():
+            return value
+    return None
 
 
 def _kwarg(call: cst.Call, name: str) -> cst.BaseExpression | None:

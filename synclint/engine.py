@@ -13,7 +13,7 @@ import re
 import traceback
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import libcst as cst
@@ -61,6 +61,17 @@ def is_test_path(relpath: str) -> bool:
     )
 
 
+# Files for accelerators other than CUDA GPUs, by their path: `xpumem.py`, `mla/xpu_mla_sparse.py`,
+# `mixed_precision/xpu.py`, `tpu_model_runner.py`, `hpu/`. ROCm GPUs are CUDA devices to torch.
+OTHER_ACCELERATOR_PATH = re.compile(r"(?:^|[/_])(xpu|tpu|hpu|npu|neuron)(?:mem)?(?:[/_.]|$)", re.IGNORECASE)
+
+
+def other_accelerator(relpath: str) -> str | None:
+    """The accelerator, other than a CUDA GPU, that a file's path says its code is for."""
+    match = OTHER_ACCELERATOR_PATH.search(relpath.replace("\\", "/"))
+    return match.group(1).upper() if match else None
+
+
 class FileContext:
     """What the rules of one file share: the tree, the device model, the traversal state."""
 
@@ -70,15 +81,17 @@ class FileContext:
         self.relpath = relpath
         self.project = project or ProjectFile()
         self.index: ProjectIndex | None = None  # set after the walk, before `Rule.finish`
-        conventions = NameConventions()
+        conventions = NameConventions(host_fields=self.project.host_fields)
         if settings.host_name_patterns is not None or settings.device_name_patterns is not None:
-            conventions = NameConventions(
+            conventions = replace(
+                conventions,
                 host=settings.host_name_patterns if settings.host_name_patterns is not None else conventions.host,
                 device=settings.device_name_patterns if settings.device_name_patterns is not None else conventions.device,
             )
         self.devices = DeviceModel(module, conventions, host_code=is_host_code_path(relpath), project=self.project)
         self.reports: list[tuple[Rule, Report]] = []
         self.in_test_file = is_test_path(relpath)
+        self.other_accelerator = other_accelerator(relpath)
         self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._attribute_assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         # Traversal state, kept by the batched visitor.

@@ -26,6 +26,7 @@ import functools
 import hashlib
 import os
 import pickle
+import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -86,6 +87,39 @@ class ProjectFile:
     module: str = ""  # dotted name; "" for a file outside any package
     package: str = ""  # where its relative imports start
     view: "ProjectView | None" = None  # facts from the rest of the project
+    host_fields: frozenset[str] = frozenset()  # names of data the project keeps on the CPU (see host_field_names)
+
+
+# vLLM declares which multimodal inputs stay in host memory when they reach the model:
+# `image_grid_thw=MultiModalFieldConfig.batched("image", keep_on_cpu=True)` (or as a dict key).
+_FIELD = re.compile(rb"""(?:\b(\w+)\s*=|["'](\w+)["']\s*:)\s*MultiModalFieldConfig\.\w+\(((?:[^()]|\([^()]*\))*)\)""")
+_KEEP_ON_CPU = re.compile(rb"\bkeep_on_cpu\s*=\s*True\b")
+_MODALITY_PREFIX = re.compile(r"^(images?|videos?|audios?|vision)_(?=\w*_)")
+
+
+def field_declarations(data: bytes) -> tuple[frozenset[str], frozenset[str]]:
+    """The multimodal fields a file declares kept on the CPU, and those it leaves to the
+    device, each with the name the code gives it once the modality is known
+    (`image_grid_thw` -> `grid_thw`; only where the rest is still specific: `image_sizes`
+    does not make `sizes` a host name)."""
+    host: set[str] = set()
+    other: set[str] = set()
+    if b"MultiModalFieldConfig" in data:
+        for match in _FIELD.finditer(data):
+            name = (match.group(1) or match.group(2)).decode()
+            names = {name, _MODALITY_PREFIX.sub("", name)}
+            (host if _KEEP_ON_CPU.search(match.group(3)) else other).update(names)
+    return frozenset(host), frozenset(other)
+
+
+def host_field_names(declarations: Iterable[tuple[frozenset[str], frozenset[str]]]) -> frozenset[str]:
+    """The fields that every declaration in the project keeps on the CPU."""
+    host: set[str] = set()
+    other: set[str] = set()
+    for kept, left in declarations:
+        host |= kept
+        other |= left
+    return frozenset(host - other)
 
 
 # ---- what one file says about itself -----------------------------------------------------

@@ -173,6 +173,10 @@ class Rule:
         fix: Replacement | None = None,
     ) -> None:
         """Report a node met earlier in the walk, at the site taken then (from `finish`)."""
+        if self.ctx.other_accelerator is not None and confidence > Confidence.LOW:
+            # The host waits there too, but not for a CUDA GPU: not what a default run is for.
+            confidence = Confidence.LOW
+            because = f"{self.ctx.other_accelerator} code, not CUDA" + (f"; {because}" if because else "")
         self.ctx.reports.append((self, Report(node, message, confidence, because, fix, site)))
 
     def finish(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
@@ -16,7 +17,7 @@ from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.model import Applicability
 from synclint.files import PathProblem, Target, discover, relative_to_root
-from synclint.project import ProjectFile, ProjectIndex, module_name, package_root
+from synclint.project import ProjectFile, ProjectIndex, field_declarations, host_field_names, module_name, package_root
 from synclint.noqa import unknown_codes
 
 FILES_PER_BATCH = 8
@@ -202,7 +203,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     """
     index_only = _package_files(work, paths, resolver, cwd, run.walked_folders)
     run.read_files += [os.fspath(job.path) for job in index_only]
-    jobs = [*[_placed(job) for job in work], *[_placed(job) for job in index_only]]
+    jobs = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]])
     check = Mode(debug=mode.debug)
     snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
@@ -256,7 +257,8 @@ def _index_of(results: list[FileFix | None]) -> ProjectIndex:
 
 def _entry_key(cache: Cache, job: Job, data: bytes) -> str:
     view = job.project.view
-    return cache.key(data, job.shown, job.settings, f"check:{job.project.module}:{view.digest() if view else ''}")
+    fields = ",".join(sorted(job.project.host_fields))
+    return cache.key(data, job.shown, job.settings, f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
 
 
 def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
@@ -272,6 +274,32 @@ def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
             return None
         digest.update(_entry_key(cache, job, data).encode())
     return digest.hexdigest()
+
+
+def _with_host_fields(jobs: list[Job]) -> list[Job]:
+    """The jobs, each file that handles multimodal inputs told which of them stay on the CPU:
+    those that every declaration in the project keeps there, and those its own file keeps there
+    (synclint.project.field_declarations)."""
+    declared: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+    multimodal: set[int] = set()
+    for i, job in enumerate(jobs):
+        if job.settings.project_analysis:
+            try:
+                data = job.path.read_bytes()
+            except OSError:
+                continue  # its check reports it
+            declared[i] = field_declarations(data)
+            if _MULTIMODAL.search(data):
+                multimodal.add(i)
+    everywhere = host_field_names(declared.values())
+    placed = []
+    for i, job in enumerate(jobs):
+        fields = everywhere | (declared[i][0] - declared[i][1]) if i in multimodal else frozenset()
+        placed.append(replace(job, project=replace(job.project, host_fields=fields)) if fields else job)
+    return placed
+
+
+_MULTIMODAL = re.compile(rb"(?i)multi_?modal")
 
 
 def _placed(job: Job) -> Job:

@@ -76,3 +76,13 @@ def test_a_short_function_whose_loops_do_the_work_is_not_a_helper_call():
         "            run(config)\n    torch.cuda.synchronize()\n\ndef main(configs, run):\n    condition(configs, run)\n"
     )
     assert rows(code) == [(7, Confidence.HIGH)]
+
+
+def test_code_for_another_accelerator_is_reported_only_at_low_confidence():
+    code = "import torch\n\ndef step(x):\n    torch.accelerator.synchronize()\n"
+    for name, accelerator in [("vllm/device_allocator/xpumem.py", "XPU"), ("vllm/v1/worker/tpu_model_runner.py", "TPU"),
+                              ("backends/hpu/attn.py", "HPU")]:
+        found = check_snippet(ExplicitSynchronize, code, filename=name, min_confidence=Confidence.LOW)
+        assert [(f.confidence, f.because) for f in found] == [(Confidence.LOW, f"{accelerator} code, not CUDA")]
+        assert check_snippet(ExplicitSynchronize, code, filename=name) == []
+    assert len(check_snippet(ExplicitSynchronize, code, filename="vllm/v1/worker/rocm_runner.py")) == 1

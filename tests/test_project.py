@@ -387,3 +387,76 @@ def test_moving_a_tensor_that_callers_pass_on_the_gpu_is_no_copy(tmp_path):
     assert [m.split("`")[1] for m in messages] == ["scale.to(features.device)"]
     _, alone = run_json("check", "--min-confidence", "low", "--no-project-analysis", ".", cwd=tmp_path)
     assert len(by_code(alone, "SYNC102")) == 2
+
+
+# vLLM's multimodal inputs declared `keep_on_cpu=True` reach the model as host tensors, in
+# the file that declares them and in the vision towers of other files that take them.
+MM_PROCESSING = """
+    from vllm.multimodal.inputs import MultiModalFieldConfig
+
+
+    def field_config(hf_inputs):
+        return dict(
+            pixel_values=MultiModalFieldConfig.flat_from_sizes("image", sizes),
+            image_grid_thw=MultiModalFieldConfig.batched("image", keep_on_cpu=True),
+            image_embeds=MultiModalFieldConfig.batched("image"),
+        )
+"""
+
+MM_MODEL = """
+    import torch
+    from torch import nn
+
+    from app.processing import field_config
+
+
+    class VisionTower(nn.Module):  # SupportsMultiModal
+        def forward(self, x: torch.Tensor, grid_thw: torch.Tensor) -> torch.Tensor:
+            sizes = [int(t * h * w) for t, h, w in grid_thw]
+            total = grid_thw.prod(-1).sum().item()
+            return x.split(sizes)
+
+
+    class Model(nn.Module):  # SupportsMultiModal
+        def parse(self, **kwargs) -> torch.Tensor:
+            grid = kwargs.pop("image_grid_thw")
+            return int(grid[0, 0])
+
+        def embed(self, image_input: dict, pixel_values: torch.Tensor, image_embeds: torch.Tensor):
+            grid_thw = image_input["image_grid_thw"]
+            first = int(grid_thw[0, 1])
+            return image_embeds.sum().item()
+"""
+
+
+def test_multimodal_fields_kept_on_the_cpu_are_host_tensors_across_files(tmp_path):
+    make_package(tmp_path, {"processing.py": MM_PROCESSING, "model.py": MM_MODEL})
+    _, findings = run_json("check", "--min-confidence", "medium", "app/model.py", cwd=tmp_path)
+    # Only the field left on the device is read on the host.
+    assert [(f["code"], f["location"]["row"]) for f in findings] == [("SYNC107", 22)]
+    _, alone = run_json("check", "--no-project-analysis", "app/model.py", cwd=tmp_path)
+    assert len(alone) > 1  # without the declaration, grid_thw is a tensor like any other
+
+
+def test_a_field_some_declaration_leaves_on_the_device_stays_a_device_tensor(tmp_path):
+    other = MM_PROCESSING.replace("    )\n", "        grid_thw=MultiModalFieldConfig.batched('image'),\n    )\n")
+    make_package(tmp_path, {"processing.py": other, "model.py": MM_MODEL})
+    _, findings = run_json("check", "app/model.py", cwd=tmp_path)
+    rows = {f["location"]["row"] for f in findings}
+    assert 10 in rows and not {15, 19} & rows  # `grid_thw` may be on the device; `image_grid_thw` is not
+
+
+def test_field_declarations_read_keywords_and_dict_keys():
+    from synclint.project import field_declarations, host_field_names
+
+    source = b"""
+        return {
+            "speech_attention_mask": MultiModalFieldConfig.batched("audio", keep_on_cpu=True),
+            "input_features": MultiModalFieldConfig.batched("audio"),
+        }
+        return dict(video_grid_thw=MultiModalFieldConfig.flat_from_sizes("video", sizes(hf_inputs), keep_on_cpu=True))
+    """
+    kept, left = field_declarations(source)
+    assert kept == {"speech_attention_mask", "video_grid_thw", "grid_thw"} and left == {"input_features"}
+    # A name another file leaves on the device is a host name only where it is declared so.
+    assert host_field_names([(kept, left), (frozenset(), frozenset({"grid_thw"}))]) == {"speech_attention_mask", "video_grid_thw"}
