@@ -335,6 +335,7 @@ class DeviceModel:
         self._in_progress: set[int] = set()
         self._qualnames: dict[int, tuple[cst.BaseExpression, str | None]] = {}
         self._callees: dict[int, tuple[cst.BaseExpression, str | None]] = {}
+        self._calls_by_name: dict[str, list[cst.Call]] | None = None
         self._index(module.body, None, None)
 
     # ---- indexing ------------------------------------------------------------------
@@ -488,6 +489,33 @@ class DeviceModel:
             self._in_progress.discard(key)
         self._returns[key] = result
         return result
+
+    def passed_here(self, func: cst.FunctionDef, name: str) -> bool:
+        """Whether some call in this module to a function called like `func` passes its
+        parameter `name` (by keyword, or by position counting `self` off for methods)."""
+        if self._calls_by_name is None:
+            calls: dict[str, list[cst.Call]] = {}
+
+            class Calls(cst.CSTVisitor):
+                def visit_Call(self, node: cst.Call) -> None:
+                    callee = node.func
+                    last = callee.value if isinstance(callee, cst.Name) else callee.attr.value if isinstance(callee, cst.Attribute) else None
+                    if last is not None:
+                        calls.setdefault(last, []).append(node)
+
+            self.module.visit(Calls())
+            self._calls_by_name = calls
+        params = [*func.params.posonly_params, *func.params.params]
+        position = next((i for i, p in enumerate(params) if p.name.value == name), None)
+        if position is not None and self.class_of(func) is not None and params and params[0].name.value in ("self", "cls"):
+            position -= 1
+        for call in self._calls_by_name.get(func.name.value, ()):
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            if any(a.keyword is not None and a.keyword.value == name for a in call.args) or any(a.star for a in call.args):
+                return True
+            if position is not None and len(positional) > position:
+                return True
+        return False
 
     # ---- names in the project ---------------------------------------------------------
 
@@ -1297,6 +1325,12 @@ class Evaluator:
         text = _code(arg)
         if "cpu" in text.lower() or "host" in text.lower():
             return host_tensor(text)
+        if isinstance(arg, cst.Name) and isinstance(self.scope, cst.FunctionDef):
+            param = parameter(self.scope, arg.value)
+            default = param.default if param is not None else None
+            if (isinstance(default, (cst.SimpleString, cst.Call)) and self.device_of(default).on_host
+                    and not self.model.passed_here(self.scope, arg.value)):
+                return UNKNOWN  # `device: str = "cpu"` that no call in this file sets: the CPU unless a caller asks
         if isinstance(arg, (cst.Name, cst.Attribute)) and not self.model.host_code:
             lowered = text.lower()
             if "device" in lowered or "cuda" in lowered or "gpu" in lowered or lowered in ("dev", "self.dev"):

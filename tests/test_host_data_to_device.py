@@ -265,3 +265,20 @@ def test_no_torch_import_is_added_where_the_fix_does_not_name_torch():
     code = "import numpy as np\nfrom torch import as_tensor\nt = as_tensor(np.arange(4), device='cuda')\n"
     expected = code.replace("device='cuda')", "").replace("(4), ", "(4)).to('cuda', non_blocking=True)")
     assert fixed(code) == expected
+
+
+def test_a_device_parameter_that_defaults_to_the_cpu_is_no_proof_of_a_gpu():
+    code = (
+        "import torch\n\n"
+        "def lengths(items: list[int], device: str = 'cpu') -> torch.Tensor:\n"
+        "    return torch.tensor(items, device=device)\n\n"
+        "def lengths_on(items: list[int], device: torch.device) -> torch.Tensor:\n"
+        "    return torch.tensor(items, device=device)\n\n"
+        "class Cache:\n"
+        "    def fill(self, n: int, device: str = 'cpu'):\n"
+        "        self.table = torch.tensor(list(range(n)), device=device)\n\n"
+        "    def grow(self, x: torch.Tensor):\n"
+        "        self.fill(2 * len(x), x.device)  # here it is the GPU\n"
+    )
+    found = check_snippet(HostDataToDevice, code)
+    assert [f.location.row for f in found] == [7, 11]
