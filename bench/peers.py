@@ -12,7 +12,10 @@ Rows:
                       (only when synclint has --cache-dir)
   synclint one file   PYTHON -m synclint check --exit-zero --cache-dir DIR --output-format concise vllm/<--one-file>
                       (as pre-commit runs it: interpreter start included, the package's index in the
-                      warm run's cache; the file must be in the tree, --limit keeps it)
+                      warm run's cache, after one unmeasured run; the file must be in the tree,
+                      --limit keeps it). Nothing changed, so synclint replays its last run.
+  synclint one file edited  the same after appending a comment to the file (as pre-commit meets
+                      it: the file just changed); the file is restored after each run
   TorchFix            torchfix -j J vllm (TorchFix's default rules; libcst with metadata)
   Fixit               fixit lint vllm (Fixit's default rules; as many processes as CPUs)
   libcst parse xJ     libcst.parse_module of every file in J processes (no metadata, no rules)
@@ -63,7 +66,7 @@ PEER_PACKAGES = ("torchfix==0.7.0", "fixit", "ruff", "libcst")
 PEER_SCRIPTS = ("torchfix", "fixit", "ruff")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_31_x86_64")
 ONE_FILE = "model_executor/models/llama.py"
-SKIPPABLE = ("warm", "onefile", "torchfix", "fixit", "libcst-jobs", "libcst-1", "ast", "ruff")
+SKIPPABLE = ("warm", "onefile", "onefile-edited", "torchfix", "fixit", "libcst-jobs", "libcst-1", "ast", "ruff")
 
 # Runs one command in a new session, waits for it, and prints one JSON line: wall seconds,
 # exit status, whether it timed out, and the rusage of every descendant it waited for.
@@ -137,6 +140,7 @@ class Tool:
     runs: list[dict] = field(default_factory=list)
     skipped: str = ""  # why the row has no measurement
     shown: str = ""  # the command as printed, when the real one is too long to read
+    edits: Path | None = None  # a file to change before each run and restore after it
 
     def measured(self) -> list[dict]:
         return [r for r in self.runs if not r["timed_out"] and not r.get("wrapper_error")]
@@ -268,13 +272,22 @@ def measure(tool: Tool, timeout: float, scratch: Path, index: int) -> dict:
     out, err = scratch / f"{tool.key}.{index}.out", scratch / f"{tool.key}.{index}.err"
     spec = {"cmd": tool.cmd, "cwd": str(tool.cwd), "env": {**os.environ, **tool.env}, "timeout": timeout,
             "stdout": str(out), "stderr": str(err)}
+    original = tool.edits.read_bytes() if tool.edits is not None else b""
+    stat = tool.edits.stat() if tool.edits is not None else None
     try:
+        if tool.edits is not None:
+            tool.edits.write_bytes(original + f"# edited by bench/peers.py before run {index}\n".encode())
         proc = subprocess.run([sys.executable, "-I", "-c", WRAPPER, json.dumps(spec)], capture_output=True,
                               text=True, timeout=timeout + 120)
         result = json.loads(proc.stdout.strip().splitlines()[-1])
     except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError) as exc:
         return {"wall": None, "status": None, "timed_out": False, "maxrss_kib": None, "cpu": None,
                 "wrapper_error": str(exc), "ok": False, "note": "the measuring wrapper failed"}
+    finally:
+        if tool.edits is not None and stat is not None:
+            # The same bytes and times again, so that the other rows see the file unchanged.
+            tool.edits.write_bytes(original)
+            os.utime(tool.edits, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     stdout = out.read_text(errors="replace")
     stderr = err.read_text(errors="replace")
     if result["timed_out"]:
@@ -411,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
             # As pre-commit runs it: one file of the tree, its package's index in the warm cache.
             tool("onefile", "synclint one file", synclint + ["--cache-dir", str(cache_dir), "--output-format", "concise",
                  f"{name}/{args.one_file}"], check_synclint, files=1, lines=one_lines),
+            tool("onefile-edited", "synclint one file edited", synclint + ["--cache-dir", str(cache_dir),
+                 "--output-format", "concise", f"{name}/{args.one_file}"], check_synclint, files=1, lines=one_lines,
+                 edits=tree / args.one_file),
             tool("torchfix", "TorchFix", [str(bin_dir / "torchfix"), "-j", str(args.jobs), name], check_torchfix),
             tool("fixit", "Fixit", [str(bin_dir / "fixit"), "lint", name], check_fixit),
             parse_tool("libcst-jobs", f"libcst parse x{args.jobs}", LIBCST_PARSER, args.jobs),
@@ -448,6 +464,9 @@ def main(argv: list[str] | None = None) -> int:
         if not warm.skipped:
             fill = measure(warm, args.timeout, scratch, 0)
             print(f"filled synclint's cache in {fmt(fill['wall'], '.2f')} s ({fill['note']})", flush=True)
+            one = next(t for t in tools if t.key == "onefile")
+            if not one.skipped:
+                measure(one, args.timeout, scratch, 0)  # its own record of a run, as after a first commit
         started = time.time()
         for index in range(1, args.runs + 1):
             for t in tools:
