@@ -59,6 +59,15 @@ class ProjectSnapshot:
     summaries: dict  # shown path -> ModuleSummary
 
 
+@dataclass(frozen=True)
+class PackageSnapshot:
+    """The final summaries of the files a run indexed but did not check, keyed by their entry
+    keys and the names of the files it checked: a later run that checks the same files, edited,
+    joins their new summaries to these instead of reading every other file's entries again."""
+
+    summaries: dict  # shown path -> ModuleSummary
+
+
 class Cache:
     def __init__(self, directory: Path) -> None:
         self.directory = directory

@@ -29,7 +29,12 @@ class PathProblem:
 
 def relative_to_root(path: Path, root: Path) -> str:
     try:
-        return _resolved(path).relative_to(_resolved(root)).as_posix()
+        inside, top = _resolved(path), _resolved(root)
+        if inside == top:
+            return "."
+        if inside.startswith(top.rstrip(os.sep) + os.sep):  # as Path.relative_to, without its cost per file
+            return inside[len(top.rstrip(os.sep)) + 1:].replace(os.sep, "/")
+        raise ValueError(inside)
     except (ValueError, OSError, RuntimeError):  # outside the root, or a symlink loop
         try:
             return path.absolute().relative_to(root.absolute()).as_posix()
@@ -37,11 +42,13 @@ def relative_to_root(path: Path, root: Path) -> str:
             return path.as_posix()
 
 
-def _resolved(path: Path) -> Path:
-    """`path.resolve()`, with each folder resolved once per run (asked for every file shown)."""
-    if ".." in path.parts or path.is_symlink():
-        return path.resolve()
-    return Path(_resolved_folder(os.path.abspath(path.parent))) / path.name if path.name else path.resolve()
+def _resolved(path: Path) -> str:
+    """`str(path.resolve())`, with each folder resolved once per run (asked for every file shown)."""
+    text = os.fspath(path)
+    if ".." in text.split(os.sep) or os.path.islink(text):
+        return os.path.realpath(text)
+    folder, name = os.path.split(os.path.abspath(text))
+    return os.path.join(_resolved_folder(folder), name) if name else os.path.realpath(text)
 
 
 @lru_cache(maxsize=8192)

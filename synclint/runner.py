@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from synclint.cache import Cache, Entry, ProjectSnapshot
+from synclint.cache import Cache, Entry, PackageSnapshot, ProjectSnapshot
 from synclint.config import Settings, SettingsResolver
 from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes, check_file
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.model import Applicability
 from synclint.files import PathProblem, Target, discover, relative_to_root
-from synclint.project import ProjectFile, ProjectIndex, field_declarations, host_field_names, module_name, package_root
+from synclint.project import Needs, ProjectFile, ProjectIndex, field_declarations, host_field_names, module_name, package_root
 from synclint.noqa import unknown_codes
 
 FILES_PER_BATCH = 8
@@ -205,8 +204,9 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     run.read_files += [os.fspath(job.path) for job in index_only]
     jobs = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]])
     check = Mode(debug=mode.debug)
-    snapshot_key = _snapshot_key(jobs, cache)
+    snapshot_key, package_key = _snapshot_keys(jobs, len(work), cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
+    package = cache.get(package_key, PackageSnapshot) if cache is not None and package_key and snapshot is None else None
     if snapshot is not None:
         # The same files as a run that ended with this index: only the checked files' views are needed.
         jobs = jobs[: len(work)]
@@ -214,11 +214,15 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
             summary = snapshot.summaries.get(job.shown)
             view = snapshot.index.view_for(summary) if summary is not None and job.settings.project_analysis else None
             jobs[i] = replace(job, project=replace(job.project, view=view or None))
+    elif package is not None:
+        # Only checked files changed since a run over the same files: the others' facts stand.
+        jobs = jobs[: len(work)]
     results = _check_all(jobs, check, cache, workers, progress)
     if snapshot is None:
+        others = list(package.summaries.values()) if package is not None else []
         checked_with = ["" for _ in jobs]  # the digest of the view each result was checked with
         for _ in range(MAX_PROJECT_ROUNDS):
-            index = _index_of(results)
+            index = _index_of(results, others)
             again: list[int] = []
             for i, item in enumerate(results):
                 summary = item.result.summary if item is not None else None
@@ -236,11 +240,15 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
             for i, item in zip(again, redone):
                 results[i] = item
         else:
-            index = _index_of(results)
-        if cache is not None and snapshot_key:
+            index = _index_of(results, others)
+        if cache is not None and snapshot_key and package is None:
             summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
                          if item is not None and item.result.summary is not None}
             cache.put(snapshot_key, ProjectSnapshot(*index.snapshot(summaries)))
+            if package_key and len(jobs) > len(work):
+                # What a file needs from others is asked only of checked files: not kept for these.
+                cache.put(package_key, PackageSnapshot({job.shown: replace(summaries[job.shown], needs=Needs())
+                                                        for job in jobs[len(work):] if job.shown in summaries}))
     results = results[: len(work)]
     if mode.fix:
         fixable = [i for i, item in enumerate(results)
@@ -251,8 +259,8 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     return results
 
 
-def _index_of(results: list[FileFix | None]) -> ProjectIndex:
-    return ProjectIndex(item.result.summary for item in results if item is not None and item.result.summary)
+def _index_of(results: list[FileFix | None], others: list = ()) -> ProjectIndex:
+    return ProjectIndex([*(item.result.summary for item in results if item is not None and item.result.summary), *others])
 
 
 def _entry_key(cache: Cache, job: Job, data: bytes) -> str:
@@ -261,19 +269,30 @@ def _entry_key(cache: Cache, job: Job, data: bytes) -> str:
     return cache.key(data, job.shown, job.settings, f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
 
 
-def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
-    """The key of the index snapshot for exactly these files with these bytes (None: no cache,
-    or a file that cannot be read, which its check reports)."""
+def _snapshot_keys(jobs: list[Job], checked: int, cache: Cache | None) -> tuple[str | None, str | None]:
+    """The keys of the snapshots of a run over these files, the first `checked` of them checked,
+    the others indexed (None: no cache, or a file that cannot be read, which its check reports):
+    the project snapshot, for exactly these files with these bytes, and the package snapshot,
+    for the indexed files with these bytes beside checked files of these names, whatever
+    their bytes."""
     if cache is None:
-        return None
-    digest = hashlib.sha256(b"project-snapshot")
-    for job in sorted(jobs, key=lambda j: j.shown):
+        return None, None
+    keys: dict[str, str] = {}
+    for job in jobs:
         try:
-            data = job.path.read_bytes()
+            keys[job.shown] = _entry_key(cache, job, job.path.read_bytes())
         except OSError:
-            return None
-        digest.update(_entry_key(cache, job, data).encode())
-    return digest.hexdigest()
+            return None, None
+    project = hashlib.sha256(b"project-snapshot")
+    package = hashlib.sha256(b"package-snapshot")
+    names = {job.shown for job in jobs[:checked]}
+    for shown in sorted(names):
+        package.update(shown.encode() + b"\0")
+    for shown, key in sorted(keys.items()):
+        project.update(key.encode())
+        if shown not in names:
+            package.update(key.encode())
+    return project.hexdigest(), package.hexdigest() if len(jobs) > checked else None
 
 
 def _with_host_fields(jobs: list[Job]) -> list[Job]:
@@ -289,7 +308,7 @@ def _with_host_fields(jobs: list[Job]) -> list[Job]:
             except OSError:
                 continue  # its check reports it
             declared[i] = field_declarations(data)
-            if _MULTIMODAL.search(data):
+            if any(word in data for word in _MULTIMODAL):
                 multimodal.add(i)
     everywhere = host_field_names(declared.values())
     placed = []
@@ -299,7 +318,7 @@ def _with_host_fields(jobs: list[Job]) -> list[Job]:
     return placed
 
 
-_MULTIMODAL = re.compile(rb"(?i)multi_?modal")
+_MULTIMODAL = (b"ultimodal", b"ultiModal", b"ulti_modal", b"ULTIMODAL", b"ULTI_MODAL")  # (m|M)ultimodal, ...
 
 
 def _placed(job: Job) -> Job:

@@ -460,3 +460,42 @@ def test_field_declarations_read_keywords_and_dict_keys():
     assert kept == {"speech_attention_mask", "video_grid_thw", "grid_thw"} and left == {"input_features"}
     # A name another file leaves on the device is a host name only where it is declared so.
     assert host_field_names([(kept, left), (frozenset(), frozenset({"grid_thw"}))]) == {"speech_attention_mask", "video_grid_thw"}
+
+
+HELPERS = """
+    import torch
+
+
+    def count(n: int) -> int:
+        return int(torch.ones(n, device="cuda").sum().item())
+
+
+    def same(n: int) -> int:
+        return n
+"""
+
+STEP = """
+    import torch
+
+    from app.helpers import count, same
+
+
+    def step(sizes: list[int]):
+        for n in sizes:
+            same(n)
+"""
+
+
+def test_an_edited_checked_file_is_rechecked_against_the_facts_of_the_unchanged_others(tmp_path):
+    make_package(tmp_path, {"helpers.py": HELPERS, "step.py": STEP})
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert run_json("check", *cache, "app/step.py", cwd=tmp_path)[1] == []
+    step = tmp_path / "app" / "step.py"
+    step.write_text(step.read_text().replace("same(n)", "count(n)"))  # now a call that syncs, in a loop
+    _, edited = run_json("check", *cache, "app/step.py", cwd=tmp_path)
+    assert [(f["code"], f["location"]["row"]) for f in edited] == [("SYNC112", 8)]
+    assert run_json("check", "--no-cache", "app/step.py", cwd=tmp_path)[1] == edited
+    # An edit of a file only indexed is seen too: its facts are not taken from the snapshot.
+    helpers = tmp_path / "app" / "helpers.py"
+    helpers.write_text(helpers.read_text().replace('int(torch.ones(n, device="cuda").sum().item())', "n"))
+    assert run_json("check", *cache, "app/step.py", cwd=tmp_path)[1] == []
