@@ -192,7 +192,7 @@ class NameConventions:
 
     def classify(self, name: str) -> Where | None:
         if name in self.host_fields:
-            return Where(Place.HOST, Confidence.MEDIUM,
+            return Where(Place.HOST_TENSOR, Confidence.MEDIUM,
                          f"{name} is a multimodal input the project declares with keep_on_cpu=True")
         if _any_of(self.host).match(name):
             return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a host value by its name")
@@ -305,6 +305,10 @@ class FunctionFacts:
     # Parameters that the function's own code says nothing sure of (unknown, or a tensor of
     # unknown device outside an nn.Module): what a caller passing a GPU tensor would settle.
     weak_params: set[str] = field(default_factory=set)
+    # `self.x: torch.Tensor | None = None` with no assignment after it in this method: a
+    # declaration, which an assignment in another method overrides (synclint reads no `None`
+    # as a tensor's device).
+    declared_attrs: set[str] = field(default_factory=set)
 
 
 class DeviceModel:
@@ -336,6 +340,12 @@ class DeviceModel:
         self._qualnames: dict[int, tuple[cst.BaseExpression, str | None]] = {}
         self._callees: dict[int, tuple[cst.BaseExpression, str | None]] = {}
         self._calls_by_name: dict[str, list[cst.Call]] | None = None
+        self._local_values: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        # Parameters of private functions that every call in this module fills with a host
+        # value: id(function) -> name -> why (see _settle_host_params).
+        self.host_params: dict[int, dict[str, str]] = {}
+        self._settled = False
+        self._private: dict[str, list[cst.FunctionDef]] = {}  # private functions and methods by name
         self._index(module.body, None, None)
 
     # ---- indexing ------------------------------------------------------------------
@@ -353,6 +363,8 @@ class DeviceModel:
                     if isinstance(small, (cst.Import, cst.ImportFrom)):
                         self.imports.add(small)
             elif isinstance(stmt, cst.FunctionDef):
+                if stmt.name.value.startswith("_") and not stmt.name.value.endswith("__"):
+                    self._private.setdefault(stmt.name.value, []).append(stmt)
                 if cls is not None:
                     self.parents[id(stmt)] = cls
                 elif func is not None:
@@ -420,6 +432,9 @@ class DeviceModel:
         cached = self._facts.get(key)
         if cached is not None:
             return cached
+        if not self._settled:
+            self._settled = True
+            self._settle_host_params()
         cls = self.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
         if cls is not None and id(cls) not in self._class_attrs:
             # Gather the class's attributes first, walking its methods in body order, so
@@ -460,12 +475,19 @@ class DeviceModel:
                         ann = evaluator.from_annotation(small.annotation.annotation, small.target.value)
                         if ann is not None:
                             attrs[small.target.value] = ann
+        declared: dict[str, Where] = {}
         for stmt in _block(cls.body):
             if isinstance(stmt, cst.FunctionDef):
                 if _is_property(stmt):
                     continue
-                for name, where in self.facts(stmt).self_attrs.items():
-                    attrs[name] = join(attrs[name], where) if name in attrs else where
+                facts = self.facts(stmt)
+                for name, where in facts.self_attrs.items():
+                    if name in facts.declared_attrs:
+                        declared[name] = join(declared[name], where) if name in declared else where
+                    else:
+                        attrs[name] = join(attrs[name], where) if name in attrs else where
+        for name, where in declared.items():
+            attrs.setdefault(name, where)  # only declared: the annotation is all there is
         return attrs
 
     def returns_of(self, func: cst.FunctionDef) -> Where:
@@ -489,6 +511,107 @@ class DeviceModel:
             self._in_progress.discard(key)
         self._returns[key] = result
         return result
+
+    MAX_HOST_PARAM_ROUNDS = 3
+
+    def _settle_host_params(self) -> None:
+        """Parameters of private functions (`_name`, or nested) that every call in this module
+        fills with a host value: `self._tiles(crop_shape)` where `crop_shape` is a CPU tensor
+        makes the `crop_shape: torch.Tensor` of `_tiles` a CPU tensor, not a guess of the GPU.
+        Each round computes the callers' facts as they stand; a round that settles a parameter
+        starts the facts again (a caller two calls up settles the next round)."""
+        candidates = {name for name, funcs in self._private.items()
+                      if len(funcs) == 1 and any(p.annotation is not None and "Tensor" in _code(p.annotation.annotation)
+                                                 for p in (*funcs[0].params.params, *funcs[0].params.kwonly_params))}
+        sites = _private_call_sites(self.module, candidates) if candidates else []
+        if not sites:
+            return
+        for _ in range(self.MAX_HOST_PARAM_ROUNDS):
+            found: dict[int, dict[str, str]] = {}
+            for func, calls in sites:
+                params = [*func.params.posonly_params, *func.params.params]
+                method = self.class_of(func) is not None and bool(params) and params[0].name.value in ("self", "cls")
+                positional = params[1:] if method else params
+                for param in [*positional, *func.params.kwonly_params]:
+                    name = param.name.value
+                    if name in self.host_params.get(id(func), {}) or param.annotation is None:
+                        continue
+                    if "Tensor" not in _code(param.annotation.annotation):
+                        continue
+                    position = positional.index(param) if param in positional else None
+                    why = self._host_at_every_call(calls, name, position)
+                    if why is not None:
+                        found.setdefault(id(func), {})[name] = why
+            if not found:
+                return
+            for key, params in found.items():
+                self.host_params.setdefault(key, {}).update(params)
+            self._facts.clear()
+            self._class_attrs.clear()
+            self._returns.clear()
+
+    def _host_at_every_call(self, calls: list[tuple[cst.Call, Scope, cst.CSTNode]], name: str,
+                            position: int | None) -> str | None:
+        """Why every one of `calls` passes a host value as parameter `name` (None: one may not)."""
+        why = None
+        for call, scope, stmt in calls:
+            positional = [a for a in call.args if a.keyword is None]
+            arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+            if arg is None and position is not None and position < len(positional):
+                arg = positional[position].value
+            if arg is None:
+                return None  # the default, or through *args
+            where = Evaluator(self, scope, self.facts(scope).env_before.get(id(stmt), {})).eval(arg)
+            if where.place is not Place.HOST_TENSOR:
+                return None  # a Python value where a tensor is annotated says nothing sure
+            row = _code(call.func)
+            why = why or f"every call passes a host value, like `{_code(arg)}` to {row}()"
+        return why
+
+    def local_values(self, func: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+        """The values assigned to each plain name in `func`'s own body (`x = value`)."""
+        found = self._local_values.get(id(func))
+        if found is None:
+            found = {}
+
+            class Assignments(cst.CSTVisitor):
+                def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                    return node is func
+
+                def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                    return False
+
+                def visit_Assign(self, node: cst.Assign) -> None:
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Name):
+                            found.setdefault(target.target.value, []).append(node.value)
+                        else:
+                            self.other(target.target)
+
+                def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                    if isinstance(node.target, cst.Name) and node.value is not None:
+                        found.setdefault(node.target.value, []).append(node.value)
+
+                # Other bindings: the name holds more than one value.
+                def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                    self.other(node.target)
+
+                def visit_For(self, node: cst.For) -> None:
+                    self.other(node.target)
+
+                def visit_AsName(self, node: cst.AsName) -> None:
+                    self.other(node.name)
+
+                def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+                    self.other(node.target)
+
+                def other(self, target: cst.CSTNode) -> None:
+                    for name in _names_in(target):
+                        found.setdefault(name, []).append(cst.Ellipsis())
+
+            walk(func, Assignments())
+            self._local_values[id(func)] = found
+        return found
 
     def passed_here(self, func: cst.FunctionDef, name: str) -> bool:
         """Whether some call in this module to a function called like `func` passes its
@@ -701,13 +824,24 @@ def _child_blocks(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence]:
 
 def _host_uses(func: cst.FunctionDef) -> dict[str, str]:
     """Names that `func` itself treats as host tensors: `x.numpy()` (which raises on a GPU
-    tensor), `x.pin_memory()`, `x.to(device, non_blocking=True)` (an upload). A parameter
-    annotated `torch.Tensor` and used so is a host tensor, whatever its annotation says."""
+    tensor), `x.pin_memory()`, `x.to(device, non_blocking=True)` (an upload), and names it
+    requires on the CPU (`assert x.device.type == "cpu"`, `if not x.is_cpu: raise ...`). A
+    parameter annotated `torch.Tensor` and used so is a host tensor, whatever its annotation says."""
     uses: dict[str, str] = {}
 
     class Finder(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return node is func
+
+        def visit_Assert(self, node: cst.Assert) -> None:
+            for name in _on_cpu_when(node.test, True):
+                uses.setdefault(name, _code(node))
+
+        def visit_If(self, node: cst.If) -> None:
+            body = _block(node.body)
+            if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Raise):
+                for name in _on_cpu_when(node.test, False):
+                    uses.setdefault(name, f"if {_code(node.test)}: raise")
 
         def visit_Call(self, node: cst.Call) -> None:
             func_expr = node.func
@@ -727,6 +861,125 @@ def _host_uses(func: cst.FunctionDef) -> dict[str, str]:
 
     walk(func, Finder())
     return uses
+
+
+def _private_call_sites(module: cst.Module, names: set[str]) -> list[tuple[cst.FunctionDef, list[tuple[cst.Call, "Scope", cst.CSTNode]]]]:
+    """Each private function (`_name`, not `__dunder__`) of the module named in `names` with the calls to it, each
+    with its scope and the statement it sits in, when the module only calls it (a function also
+    named elsewhere, passed as a value, or called with `*args`, has callers we cannot see)."""
+    defined: dict[str, list[cst.FunctionDef]] = {}
+    calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] = {}
+    mentions: dict[str, int] = {}
+
+    class Sites(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.scopes: list[Scope] = [module]
+            self.statements: list[cst.CSTNode] = []  # the innermost line or compound statement
+
+        def enter(self, node: cst.CSTNode) -> None:
+            self.statements.append(node)
+
+        def leave(self, node: cst.CSTNode) -> None:
+            self.statements.pop()
+
+        visit_SimpleStatementLine = visit_If = visit_For = visit_While = visit_With = visit_Try = enter
+        leave_SimpleStatementLine = leave_If = leave_For = leave_While = leave_With = leave_Try = leave
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            name = node.name.value
+            if name in names:
+                defined.setdefault(name, []).append(node)
+                mentions[name] = mentions.get(name, 0) - 1  # its own name is no mention
+            self.statements.append(node)
+            self.scopes.append(node)
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.statements.pop()
+            self.scopes.pop()
+
+        def visit_Call(self, node: cst.Call) -> None:
+            callee = node.func
+            last = callee.value if isinstance(callee, cst.Name) else callee.attr.value if isinstance(callee, cst.Attribute) else None
+            if last in names and not any(a.star for a in node.args):
+                calls.setdefault(last, []).append((node, self.scopes[-1], _small_holding(self.statements[-1], node) if self.statements else node))
+                mentions[last] = mentions.get(last, 0) - 1  # its callee's name is a mention
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value in names:
+                mentions[node.value] = mentions.get(node.value, 0) + 1
+
+    walk(module, Sites())
+    sites = []
+    for name, funcs in defined.items():
+        # Every mention of the name is a call.
+        if len(funcs) == 1 and name in calls and mentions.get(name, 0) == 0:
+            sites.append((funcs[0], calls[name]))
+    return sites
+
+
+def _small_holding(statement: cst.CSTNode, node: cst.CSTNode) -> cst.CSTNode:
+    """The statement whose facts hold where `node` sits in `statement`: the small statement of a
+    line that holds it (`a = f(x); b = 1`), or the compound statement itself (its header)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return statement
+    if len(statement.body) == 1:
+        return statement.body[0]
+    for small in statement.body:
+        found: list[bool] = []
+
+        class Finder(cst.CSTVisitor):
+            def on_visit(self, child: cst.CSTNode) -> bool:
+                if child is node:
+                    found.append(True)
+                return not found
+
+        walk(small, Finder())
+        if found:
+            return small
+    return statement
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    """The plain names used anywhere in `node`."""
+    names: set[str] = set()
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            names.add(name.value)
+
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            attribute.value.visit(self)  # `x.device` uses `x`, not a name `device`
+            return False
+
+    walk(node, Names())
+    return names
+
+
+def _on_cpu_when(test: cst.BaseExpression, holds: bool) -> set[str]:
+    """The names that `test` being `holds` proves on the CPU: `x.device.type == "cpu"`,
+    `x.is_cpu`, `not x.is_cuda` (each joined by `and` when it holds, by `or` when it fails)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _on_cpu_when(test.expression, not holds)
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) == holds:
+            return _on_cpu_when(test.left, holds) | _on_cpu_when(test.right, holds)
+        return set()
+    if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name):
+        if test.attr.value == "is_cpu" and holds or test.attr.value == "is_cuda" and not holds:
+            return {test.value.value}
+        return set()
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left, target = test.left, test.comparisons[0]
+        equal = isinstance(target.operator, cst.Equal)
+        if not equal and not isinstance(target.operator, cst.NotEqual):
+            return set()
+        text = _code(target.comparator).strip("\"'")
+        if not (isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute)
+                and left.value.attr.value == "device" and isinstance(left.value.value, cst.Name)):
+            return set()
+        if text == "cpu" and equal == holds or text == "cuda" and equal != holds:
+            return {left.value.value.value}
+    return set()
 
 
 # Parameter names that, annotated `torch.Tensor`, are a model's activations or caches wherever
@@ -806,6 +1059,9 @@ class FlowWalker:
             if caller is not None and (where is None or where.place is Place.UNKNOWN or (where.on_device and where.confidence < caller.confidence)):
                 # A caller (in this file or another) passes a GPU tensor here.
                 where = Where(Place.DEVICE, min(caller.confidence, Confidence.MEDIUM), caller.because)
+            settled = self.model.host_params.get(id(func), {}).get(name)
+            if settled is not None and (where is None or not where.on_device or where.confidence < Confidence.HIGH):
+                where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a host tensor: {settled}")
             if where is not None and where.on_device and where.confidence < Confidence.HIGH:
                 host_uses = _host_uses(func) if host_uses is None else host_uses
                 evidence = host_uses.get(name)
@@ -897,12 +1153,13 @@ class FlowWalker:
         if isinstance(small, cst.AnnAssign):
             new = dict(env)
             value = evaluator.eval(small.value) if small.value is not None else UNKNOWN
-            if value.place is Place.UNKNOWN or value.is_none:
+            declared = value.place is Place.UNKNOWN or value.is_none
+            if declared:
                 # `self.x_cpu: torch.Tensor | None = None`: the attribute's name carries the convention.
                 name = (dotted_name(small.target) or "").rsplit(".", 1)[-1]
                 value = evaluator.from_annotation(small.annotation.annotation, name) or value
             if small.value is not None or value.place is not Place.UNKNOWN:
-                self._bind(small.target, value, new)
+                self._bind(small.target, value, new, declaration=declared)
             return new
         if isinstance(small, cst.AugAssign):
             target = small.target
@@ -957,7 +1214,8 @@ class FlowWalker:
             return
         where = device(f"self.{name} is a buffer of an nn.Module, which moves with the module", Confidence.MEDIUM)
         old = self.facts.self_attrs.get(name)
-        self.facts.self_attrs[name] = where if old is None else join(old, where)
+        self.facts.self_attrs[name] = where if old is None or name in self.facts.declared_attrs else join(old, where)
+        self.facts.declared_attrs.discard(name)
 
     def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, env: Env, inner: Env) -> None:
         """Binds a `for` target; `for i, x in enumerate(xs)` and `for a, b in zip(as, bs)` bind
@@ -970,7 +1228,7 @@ class FlowWalker:
         else:
             self._bind(target, evaluator.element_of(iterable), inner)
 
-    def _bind(self, target: cst.BaseExpression, value: Where, env: Env, value_node=None) -> None:
+    def _bind(self, target: cst.BaseExpression, value: Where, env: Env, value_node=None, declaration: bool = False) -> None:
         if isinstance(target, cst.Name):
             env[target.value] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -993,7 +1251,17 @@ class FlowWalker:
         ):
             name = target.attr.value
             old = self.facts.self_attrs.get(name)
-            self.facts.self_attrs[name] = value if old is None else join(old, value)
+            declared = self.facts.declared_attrs
+            if declaration:
+                if old is None:
+                    self.facts.self_attrs[name] = value
+                    declared.add(name)
+                return  # after an assignment, a declaration adds nothing
+            if old is None or name in declared:
+                self.facts.self_attrs[name] = value
+                declared.discard(name)
+            else:
+                self.facts.self_attrs[name] = join(old, value)
 
 
 def _leaves(body: cst.BaseSuite) -> bool:
@@ -1325,7 +1593,15 @@ class Evaluator:
         text = _code(arg)
         if "cpu" in text.lower() or "host" in text.lower():
             return host_tensor(text)
+        if isinstance(arg, cst.IfExp):
+            return join(self.device_of(arg.body), self.device_of(arg.orelse))
         if isinstance(arg, cst.Name) and isinstance(self.scope, cst.FunctionDef):
+            values = self.model.local_values(self.scope).get(arg.value, ())
+            if len(values) == 1 and arg.value not in _names_in(values[0]):
+                # `device = x.device` (or `... if ... else None`) with `x` on the CPU: the CPU.
+                assigned = self.device_of(values[0])
+                if assigned.on_host:
+                    return host_tensor(f"{arg.value} = {_code(values[0])}")
             param = parameter(self.scope, arg.value)
             default = param.default if param is not None else None
             if (isinstance(default, (cst.SimpleString, cst.Call)) and self.device_of(default).on_host

@@ -112,6 +112,28 @@ def field_declarations(data: bytes) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(host), frozenset(other)
 
 
+_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+
+
+def imported_modules(data: bytes, package: str) -> set[str]:
+    """The modules a file's `from X import a, b` lines may name (`X`, `X.a`, `X.b`), relative
+    imports resolved from `package` (a cheap look at the text: for declarations, not for calls)."""
+    found: set[str] = set()
+    for match in _FROM_IMPORT.finditer(data):
+        module = match.group(1).decode()
+        level = len(module) - len(module.lstrip("."))
+        if level:
+            parts = package.split(".") if package else []
+            if level - 1 >= len(parts):
+                continue
+            rest = module[level:]
+            module = ".".join([*parts[: len(parts) - (level - 1)], *([rest] if rest else [])])
+        found.add(module)
+        for name in re.findall(rb"\w+", match.group(2)):
+            found.add(f"{module}.{name.decode()}")
+    return found
+
+
 def host_field_names(declarations: Iterable[tuple[frozenset[str], frozenset[str]]]) -> frozenset[str]:
     """The fields that every declaration in the project keeps on the CPU."""
     host: set[str] = set()

@@ -16,7 +16,8 @@ from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.model import Applicability
 from synclint.files import PathProblem, Target, discover, relative_to_root
-from synclint.project import Needs, ProjectFile, ProjectIndex, field_declarations, host_field_names, module_name, package_root
+from synclint.project import (Needs, ProjectFile, ProjectIndex, field_declarations, host_field_names, imported_modules,
+                              module_name, package_root)
 from synclint.noqa import unknown_codes
 
 FILES_PER_BATCH = 8
@@ -300,7 +301,7 @@ def _with_host_fields(jobs: list[Job]) -> list[Job]:
     those that every declaration in the project keeps there, and those its own file keeps there
     (synclint.project.field_declarations)."""
     declared: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
-    multimodal: set[int] = set()
+    multimodal: dict[int, bytes] = {}
     for i, job in enumerate(jobs):
         if job.settings.project_analysis:
             try:
@@ -309,11 +310,17 @@ def _with_host_fields(jobs: list[Job]) -> list[Job]:
                 continue  # its check reports it
             declared[i] = field_declarations(data)
             if any(word in data for word in _MULTIMODAL):
-                multimodal.add(i)
+                multimodal[i] = data
     everywhere = host_field_names(declared.values())
+    by_module = {job.project.module: i for i, job in enumerate(jobs) if job.project.module}
     placed = []
     for i, job in enumerate(jobs):
-        fields = everywhere | (declared[i][0] - declared[i][1]) if i in multimodal else frozenset()
+        fields: frozenset[str] = frozenset()
+        if i in multimodal:
+            # Its own declarations, and those of the project modules it imports (a model's processor).
+            near = [declared[i], *(declared[k] for m in sorted(imported_modules(multimodal[i], job.project.package))
+                                   if (k := by_module.get(m)) is not None and k != i and k in declared)]
+            fields = everywhere | host_field_names(near)
         placed.append(replace(job, project=replace(job.project, host_fields=fields)) if fields else job)
     return placed
 

@@ -276,3 +276,48 @@ def test_a_proven_device_tensor_mixed_with_a_cpu_tensor_stays_on_the_device():
     )
     found = check_snippet(HostRead, code)
     assert [f.message.split("`")[1] for f in found] == ["y.sum().item()"]
+
+
+# What the code itself says about where a tensor lives beats what its annotation guesses.
+
+def test_a_declared_attribute_is_what_other_methods_assign_to_it():
+    code = (
+        "import torch\nfrom torch import nn\n\nclass Runner(nn.Module):\n"
+        "    def __init__(self):\n        self.fault: torch.Tensor | None = None\n"
+        "        self.flag: torch.Tensor | None = None\n\n"
+        "    def launch(self, fault):\n        self.fault = fault.to('cpu', non_blocking=True)\n\n"
+        "    def poll(self):\n        return self.fault.item() + self.flag.item()\n"
+    )
+    found = messages(code)
+    assert len(found) == 1 and "`self.flag.item()`" in found[0]  # only declared: the annotation stands
+
+
+def test_a_parameter_the_function_requires_on_the_cpu_is_a_host_tensor():
+    code = (
+        "import torch\n\ndef maps(p2l: torch.Tensor, n: int):\n"
+        "    device = p2l.device\n    assert p2l.device.type == 'cpu'\n"
+        "    count = torch.zeros(n, device=device)\n    return count.max().item()\n\n"
+        "def prepare(grid: torch.Tensor):\n    if not grid.is_cpu:\n        raise ValueError('on the CPU, please')\n"
+        "    return grid.prod().item()\n\n"
+        "def on_gpu(x: torch.Tensor):\n    if not x.is_cuda:\n        raise ValueError('CUDA, please')\n"
+        "    return x.sum().item()\n"
+    )
+    found = messages(code)
+    assert len(found) == 1 and "`x.sum().item()`" in found[0]
+
+
+def test_a_private_helper_that_every_call_gives_a_host_tensor_reads_a_host_tensor():
+    code = (
+        "import torch\nfrom torch import nn\n\nclass Encoder(nn.Module):\n"
+        "    def forward(self, x: torch.Tensor, crops_cpu: torch.Tensor):\n"
+        "        return [self._local(x, crops_cpu[j]) for j in range(2)] + [self._local(x, crops_cpu[0])]\n\n"
+        "    def _local(self, x: torch.Tensor, crop: torch.Tensor):\n        return self._grid(x, crop)\n\n"
+        "    def _grid(self, x: torch.Tensor, crop: torch.Tensor):\n        return x.view(int(crop[0].item()), -1)\n\n"
+        "    def _mixed(self, t: torch.Tensor):\n        return t.item()\n\n"
+        "    def run(self, x_cpu: torch.Tensor, y: torch.Tensor):\n        return self._mixed(x_cpu) + self._mixed(y)\n"
+    )
+    found = messages(code)
+    assert len(found) == 1 and "`t.item()`" in found[0]  # one call to `_mixed` passes a device tensor
+    passed_on = code.replace("crops_cpu[0])]", "x[0])]")
+    found = messages(passed_on)
+    assert len(found) == 2 and "`crop[0].item()`" in found[0]  # now one call passes a device tensor

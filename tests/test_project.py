@@ -446,6 +446,19 @@ def test_a_field_some_declaration_leaves_on_the_device_stays_a_device_tensor(tmp
     assert 10 in rows and not {15, 19} & rows  # `grid_thw` may be on the device; `image_grid_thw` is not
 
 
+def test_a_field_the_files_own_processor_keeps_on_the_cpu_is_a_host_tensor_there(tmp_path):
+    # Another model's processor leaves `grid_thw` on the device; this model imports its own.
+    other = MM_PROCESSING.replace("image_grid_thw=MultiModalFieldConfig.batched(\"image\", keep_on_cpu=True)",
+                                  "grid_thw=MultiModalFieldConfig.batched('image')")
+    make_package(tmp_path, {"processing.py": MM_PROCESSING, "other.py": other,
+                            "model.py": MM_MODEL.replace("from app.processing import", "from .processing import")})
+    _, findings = run_json("check", "app/model.py", cwd=tmp_path)
+    assert not {10, 11} & {f["location"]["row"] for f in findings}  # `grid_thw` is this model's host field
+    make_package(tmp_path, {"model.py": MM_MODEL.replace("from app.processing import field_config", "import os")})
+    _, findings = run_json("check", "app/model.py", cwd=tmp_path)
+    assert 10 in {f["location"]["row"] for f in findings}  # not imported: the project disagrees, a guess again
+
+
 def test_field_declarations_read_keywords_and_dict_keys():
     from synclint.project import field_declarations, host_field_names
 
