@@ -164,6 +164,9 @@ class SyncInCallee(Rule):
                 f" for the GPU: {fact.chain.describe(short_name(fact.chain.steps[0]))}"
             )
             because = f"{fact.chain.site.code} at {fact.chain.site.path}:{fact.chain.site.row}"
+            if fact.chain.site.once is not None:
+                # `if self._t is None: self._t = x.to(d)`: the first call pays, the others read a cache.
+                because += f", only the first time: under `if {one_line(fact.chain.site.once, 60)}:`"
             # A sync on a tensor of unknown device inside a helper (a parameter annotated
             # torch.Tensor) depends on what callers pass: judged on vLLM 0.33.0, 24 of 38 such
             # calls were host tensors or branches the arguments rule out. Only a sync on a value

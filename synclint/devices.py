@@ -562,8 +562,12 @@ class DeviceModel:
             if arg is None:
                 return None  # the default, or through *args
             where = Evaluator(self, scope, self.facts(scope).env_before.get(id(stmt), {})).eval(arg)
-            if where.place is not Place.HOST_TENSOR:
-                return None  # a Python value where a tensor is annotated says nothing sure
+            if where.place is not Place.HOST_TENSOR or not (
+                where.confidence is Confidence.HIGH or any(word in (where.because or "") for word in _SURE_HOST)
+            ):
+                # A Python value where a tensor is annotated says nothing sure, nor does a host
+                # tensor on one path and something unknown on another (`return torch.tensor([])`).
+                return None
             row = _code(call.func)
             why = why or f"every call passes a host value, like `{_code(arg)}` to {row}()"
         return why
@@ -863,6 +867,10 @@ def _host_uses(func: cst.FunctionDef) -> dict[str, str]:
     return uses
 
 
+# The medium-confidence reasons that a tensor is a host tensor that speak of the value itself.
+_SURE_HOST = ("keep_on_cpu", "by its name", "is a host tensor:", "used as a host tensor")
+
+
 def _private_call_sites(module: cst.Module, names: set[str]) -> list[tuple[cst.FunctionDef, list[tuple[cst.Call, "Scope", cst.CSTNode]]]]:
     """Each private function (`_name`, not `__dunder__`) of the module named in `names` with the calls to it, each
     with its scope and the statement it sits in, when the module only calls it (a function also
@@ -955,9 +963,21 @@ def _names_in(node: cst.CSTNode) -> set[str]:
     return names
 
 
+def _on_cpu_in(env: "Env", test: cst.BaseExpression, holds: bool) -> "Env":
+    """`env` where `test` is `holds`: the tensors and devices it proves on the CPU are host tensors."""
+    names = _on_cpu_when(test, holds)
+    if not names:
+        return env
+    refined = dict(env)
+    for name in names:
+        refined[name] = host_tensor(f"{name} is on the CPU where `{_code(test)}` is {holds}")
+    return refined
+
+
 def _on_cpu_when(test: cst.BaseExpression, holds: bool) -> set[str]:
     """The names that `test` being `holds` proves on the CPU: `x.device.type == "cpu"`,
-    `x.is_cpu`, `not x.is_cuda` (each joined by `and` when it holds, by `or` when it fails)."""
+    `x.is_cpu`, `not x.is_cuda`, and devices: `device.type == "cpu"` (each joined by `and`
+    when it holds, by `or` when it fails)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _on_cpu_when(test.expression, not holds)
     if isinstance(test, cst.BooleanOperation):
@@ -974,11 +994,13 @@ def _on_cpu_when(test: cst.BaseExpression, holds: bool) -> set[str]:
         if not equal and not isinstance(target.operator, cst.NotEqual):
             return set()
         text = _code(target.comparator).strip("\"'")
-        if not (isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute)
-                and left.value.attr.value == "device" and isinstance(left.value.value, cst.Name)):
+        if not (isinstance(left, cst.Attribute) and left.attr.value == "type"):
             return set()
-        if text == "cpu" and equal == holds or text == "cuda" and equal != holds:
-            return {left.value.value.value}
+        owner = left.value  # `x.device` (x a tensor) or `device`
+        if isinstance(owner, cst.Attribute) and owner.attr.value == "device":
+            owner = owner.value
+        if isinstance(owner, cst.Name) and (text == "cpu" and equal == holds or text == "cuda" and equal != holds):
+            return {owner.value}
     return set()
 
 
@@ -1085,15 +1107,17 @@ class FlowWalker:
                 env = self.walk_small(small, env)
             return env
         if isinstance(stmt, cst.If):
-            after_body = self.walk_block(_block(stmt.body), env, depth)
+            # `if x.is_cpu:`, `if device.type == "cpu":`: on the CPU in the branch that says so.
+            after_body = self.walk_block(_block(stmt.body), _on_cpu_in(env, stmt.test, True), depth)
+            otherwise = _on_cpu_in(env, stmt.test, False)
             if stmt.orelse is None:
-                return env if _leaves(stmt.body) else _join_env(env, after_body)
+                return otherwise if _leaves(stmt.body) else _join_env(otherwise, after_body)
             if isinstance(stmt.orelse, cst.If):
-                self.facts.env_before[id(stmt.orelse)] = env
+                self.facts.env_before[id(stmt.orelse)] = otherwise
                 self.facts.loop_depth_of[id(stmt.orelse)] = depth
-                after_else = self.walk_statement(stmt.orelse, env, depth)
+                after_else = self.walk_statement(stmt.orelse, otherwise, depth)
             else:
-                after_else = self.walk_block(_block(stmt.orelse.body), env, depth)
+                after_else = self.walk_block(_block(stmt.orelse.body), otherwise, depth)
             if _leaves(stmt.body):
                 return after_else  # `if c: ...; return` : what follows runs only when c was false
             return _join_env(after_body, after_else)
@@ -1595,6 +1619,8 @@ class Evaluator:
             return host_tensor(text)
         if isinstance(arg, cst.IfExp):
             return join(self.device_of(arg.body), self.device_of(arg.orelse))
+        if isinstance(arg, cst.Name) and (known := self.env.get(arg.value)) is not None and known.place is Place.HOST_TENSOR:
+            return known  # a device the code tested: `if device.type == "cpu":`
         if isinstance(arg, cst.Name) and isinstance(self.scope, cst.FunctionDef):
             values = self.model.local_values(self.scope).get(arg.value, ())
             if len(values) == 1 and arg.value not in _names_in(values[0]):

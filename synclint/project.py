@@ -156,6 +156,7 @@ class SyncSite:
     path: str
     row: int
     confidence: Confidence
+    once: str | None = None  # the test of the memoizing `if` it sits under (`self._t is None`), if any
 
 
 @dataclass

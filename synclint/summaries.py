@@ -187,12 +187,96 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
         func = summary.functions[owner]
         row = located[report.node].start.line
         mark = noqa.get(row)
-        if func.sync is not None and (func.sync.confidence, -func.sync.row) >= (report.confidence, -row):
-            continue
         if mark is not None and mark.silences(rule.code):
             continue
         code = ctx.module.code_for_node(report.node)
-        func.sync = SyncSite(rule.code, one_line(code, 60), relpath, row, report.confidence)
+        scope = report.site.scope
+        once = None
+        if isinstance(scope, cst.FunctionDef) and not _is_property(scope):
+            # (A property that caches in `self` still syncs once per object: per step for metadata.)
+            once = _memoizing_guard(ctx.module, scope, report.node, _is_dataclass(ctx.devices.class_of(scope)))
+        # A sync that fills a cache runs the first time only: no per-step cost to callers.
+        confidence = Confidence.LOW if once is not None else report.confidence
+        if func.sync is not None and (func.sync.confidence, -func.sync.row) >= (confidence, -row):
+            continue
+        func.sync = SyncSite(rule.code, one_line(code, 60), relpath, row, confidence, once)
+
+
+def _is_dataclass(cls: cst.ClassDef | None) -> bool:
+    return cls is not None and any("dataclass" in (dotted_name(d.decorator if not isinstance(d.decorator, cst.Call)
+                                                              else d.decorator.func) or "") for d in cls.decorators)
+
+
+def _memoizing_guard(module: cst.Module, func: cst.FunctionDef, node: cst.CSTNode, per_object: bool) -> str | None:
+    """The test of an `if` around `node` in `func` that computes a value once and keeps it:
+    `if self._t is None: self._t = ...`, `if key not in cache: cache[key] = ...`,
+    `if not hasattr(obj, "x"): obj.x = ...` (`node` in its body). With `per_object` (a
+    dataclass: a record made per step), a value kept in `self` is not kept across steps."""
+    found: list[cst.If] = []  # the `if`s whose body holds `node`, innermost first
+
+    def search(parent: cst.CSTNode) -> bool:
+        for child in parent.children:
+            if child is node or search(child):
+                if isinstance(parent, cst.If) and child is parent.body:
+                    found.append(parent)
+                return True
+        return False
+
+    search(func.body)
+    for guard in found:
+        kept = _assigned_targets(module, guard.body)
+        for part in _disjuncts(guard.test):
+            cached = _cached_by(module, part)
+            if cached is not None and cached in kept and not (per_object and cached.startswith("self.")):
+                return module.code_for_node(guard.test)
+    return None
+
+
+def _disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return [*_disjuncts(test.left), *_disjuncts(test.right)]
+    return [test]
+
+
+def _cached_by(module: cst.Module, test: cst.BaseExpression) -> str | None:
+    """What a memoizing test checks for: `x` in `x is None`, `cache` in `key not in cache`,
+    `obj.name` in `not hasattr(obj, "name")`."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            return module.code_for_node(test.left)
+        if isinstance(target.operator, cst.NotIn):
+            return module.code_for_node(target.comparator) + "[]"
+    if (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(test.expression, cst.Call)
+            and isinstance(test.expression.func, cst.Name) and test.expression.func.value == "hasattr"
+            and len(test.expression.args) == 2 and isinstance(test.expression.args[1].value, cst.SimpleString)):
+        name = test.expression.args[1].value.evaluated_value
+        return f"{module.code_for_node(test.expression.args[0].value)}.{name}"
+    return None
+
+
+def _assigned_targets(module: cst.Module, body: cst.BaseSuite) -> set[str]:
+    """What a block assigns: `x`, `self.x`, and `cache[]` for any `cache[key] = ...`."""
+    targets: set[str] = set()
+
+    class Assignments(cst.CSTVisitor):
+        def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
+            self.note(target.target)
+
+        def visit_AnnAssign(self, stmt: cst.AnnAssign) -> None:
+            self.note(stmt.target)
+
+        def note(self, target: cst.BaseExpression) -> None:
+            if isinstance(target, cst.Subscript):
+                targets.add(module.code_for_node(target.value) + "[]")
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    self.note(element.value)
+            else:
+                targets.add(module.code_for_node(target))
+
+    body.visit(Assignments())
+    return targets
 
 
 def _add_weak_params(ctx, summary: ModuleSummary) -> None:

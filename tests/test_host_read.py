@@ -321,3 +321,21 @@ def test_a_private_helper_that_every_call_gives_a_host_tensor_reads_a_host_tenso
     passed_on = code.replace("crops_cpu[0])]", "x[0])]")
     found = messages(passed_on)
     assert len(found) == 2 and "`crop[0].item()`" in found[0]  # now one call passes a device tensor
+
+
+def test_a_branch_that_tests_for_the_cpu_holds_host_tensors():
+    code = (
+        "import torch\n\ndef to_tensor(ids: list[int], device: torch.device):\n"
+        "    if device.type == 'cpu':\n        return torch.tensor(ids, device=device)\n"
+        "    return torch.tensor(ids, device=device)\n\n"
+        "def read(x: torch.Tensor, y: torch.Tensor):\n"
+        "    a = x.sum().item() if False else 0\n"
+        "    if x.is_cpu:\n        a = x.sum().item()\n    else:\n        a = x.max().item()\n"
+        "    if not y.is_cpu:\n        raise ValueError('on the CPU, please')\n"
+        "    return a + y.sum().item()\n"
+    )
+    found = messages(code)
+    assert len(found) == 2 and "`x.sum().item()`" in found[0] and "`x.max().item()`" in found[1]
+    from synclint.rules.host_data_to_device import HostDataToDevice
+    created = check_snippet(HostDataToDevice, code, min_confidence=Confidence.LOW)
+    assert [f.location.row for f in created] == [6]

@@ -186,6 +186,49 @@ def test_a_sync_on_a_tensor_of_unknown_device_travels_at_low_confidence(tmp_path
     assert [f["confidence"] for f in calls] == ["low", "low"]
 
 
+CACHED = """
+    import torch
+
+    _SIGNS = {}
+
+
+    class Attention:
+        def __init__(self):
+            self._table = None
+
+        def _lazy_table(self):
+            if self._table is None or self._table.device.index != 0:
+                self._table = torch.ones(4).to("cuda")
+            return self._table
+
+        def _signs(self, n):
+            if n not in _SIGNS:
+                _SIGNS[n] = torch.tensor([1, -1] * n, device="cuda")
+            return _SIGNS[n]
+
+        def _scales(self, n):
+            return torch.tensor([1.0] * n, device="cuda")
+
+        def forward(self, x):
+            for n in range(3):
+                self._lazy_table()
+                self._signs(n)
+                self._scales(n)
+            return x
+"""
+
+
+def test_a_sync_that_fills_a_cache_costs_callers_nothing_per_step(tmp_path):
+    make_package(tmp_path, {"attention.py": CACHED})
+    _, findings = run_json("check", "--min-confidence", "low", ".", cwd=tmp_path)
+    calls = [(f["location"]["row"], f["confidence"], f["because"]) for f in by_code(findings, "SYNC112")]
+    assert [(row, confidence) for row, confidence, _ in calls] == [(25, "low"), (26, "low"), (27, "high")]
+    assert "only the first time: under `if self._table is None" in calls[0][2]
+    assert "only the first time: under `if n not in _SIGNS:`" in calls[1][2]
+    # The syncs themselves are still reported where they are: the first call does wait.
+    assert {(f["code"], f["location"]["row"]) for f in findings if f["code"] != "SYNC112"} >= {("SYNC102", 12), ("SYNC103", 17)}
+
+
 def test_a_silenced_sync_does_not_travel_to_callers(tmp_path):
     files = dict(CHAIN)
     files["helpers.py"] = files["helpers.py"].replace(".item())", ".item())  # noqa: SYNC107")
