@@ -136,8 +136,10 @@ def combine(operands: Sequence[Where]) -> Where:
         return host_tensor(host.because)
     if devices:
         return min(devices, key=lambda w: w.confidence)
-    if any(w.place is Place.HOST_TENSOR for w in operands):
-        return host_tensor()
+    hosts = [w for w in operands if w.place is Place.HOST_TENSOR]
+    if hosts:
+        surest = max(hosts, key=lambda w: w.confidence)
+        return host_tensor() if surest.confidence is Confidence.HIGH else surest
     if operands and all(w.place is Place.HOST for w in operands):
         return HOST
     return UNKNOWN
@@ -151,6 +153,8 @@ TORCH_FACTORIES = frozenset(
     "tensor as_tensor asarray zeros ones empty full rand randn randint randperm arange range "
     "linspace logspace eye empty_strided tril_indices triu_indices normal".split()
 )
+# Factories that copy data from the host: wherever they put the tensor, the data crosses.
+DATA_FACTORIES = frozenset("tensor as_tensor asarray".split())
 TORCH_LIKE_FACTORIES = frozenset(
     "zeros_like ones_like empty_like full_like rand_like randn_like randint_like".split()
 )
@@ -346,6 +350,8 @@ class DeviceModel:
         self.host_params: dict[int, dict[str, str]] = {}
         self._settled = False
         self._private: dict[str, list[cst.FunctionDef]] = {}  # private functions and methods by name
+        self._builds_module: dict[int, bool] = {}  # id(function) -> whether it runs only to build an nn.Module
+        self._private_calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] | None = None
         self._index(module.body, None, None)
 
     # ---- indexing ------------------------------------------------------------------
@@ -555,10 +561,12 @@ class DeviceModel:
         """Why every one of `calls` passes a host value as parameter `name` (None: one may not)."""
         why = None
         for call, scope, stmt in calls:
-            positional = [a for a in call.args if a.keyword is None]
+            positional = self._positional_args(call, scope)
+            if positional is None:
+                return None  # `*args` we cannot see into
             arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
             if arg is None and position is not None and position < len(positional):
-                arg = positional[position].value
+                arg = positional[position]
             if arg is None:
                 return None  # the default, or through *args
             where = Evaluator(self, scope, self.facts(scope).env_before.get(id(stmt), {})).eval(arg)
@@ -571,6 +579,26 @@ class DeviceModel:
             row = _code(call.func)
             why = why or f"every call passes a host value, like `{_code(arg)}` to {row}()"
         return why
+
+    def _positional_args(self, call: cst.Call, scope: Scope) -> list[cst.BaseExpression] | None:
+        """The values `call` passes by position, a `*inputs` spread when `inputs` is a tuple or
+        list literal assigned once in the caller (`inputs = (kwargs.get("a"), ...)`); None when a
+        spread hides them."""
+        values: list[cst.BaseExpression] = []
+        for arg in call.args:
+            if arg.keyword is not None or arg.star == "**":
+                continue
+            if not arg.star:
+                values.append(arg.value)
+                continue
+            assigned = self.local_values(scope).get(arg.value.value, []) if (
+                isinstance(arg.value, cst.Name) and isinstance(scope, cst.FunctionDef)) else []
+            if len(assigned) != 1 or not isinstance(assigned[0], (cst.Tuple, cst.List)):
+                return None
+            if any(isinstance(element, cst.StarredElement) for element in assigned[0].elements):
+                return None
+            values.extend(element.value for element in assigned[0].elements)
+        return values
 
     def local_values(self, func: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
         """The values assigned to each plain name in `func`'s own body (`x = value`)."""
@@ -758,6 +786,32 @@ class DeviceModel:
                     return found
         return None
 
+    def builds_module(self, func: cst.FunctionDef) -> bool:
+        """Whether `func` runs only while an nn.Module is built: the module's `__init__`, or a
+        private method that only such code calls. Model loaders build modules under
+        `with torch.device(...)`, so there a factory without `device=` follows that default
+        device (vLLM's rotary embeddings build their caches so, "on GPU for faster
+        initialization")."""
+        known = self._builds_module.get(id(func))
+        if known is not None:
+            return known
+        self._builds_module[id(func)] = False  # a cycle of calls proves nothing
+        cls = self.class_of(func)
+        name = func.name.value
+        result = False
+        if cls is not None and (self.is_module_class(cls) or _registers_buffers(cls)):
+            if name == "__init__":
+                result = True
+            elif name.startswith("_") and not name.startswith("__"):
+                if self._private_calls is None:
+                    self._private_calls = {f.name.value: calls for f, calls in _private_call_sites(self.module, set(self._private))}
+                calls = self._private_calls.get(name, [])
+                result = bool(calls) and all(
+                    isinstance(scope, cst.FunctionDef) and self.builds_module(scope) for _, scope, _ in calls
+                )
+        self._builds_module[id(func)] = result
+        return result
+
     def is_module_class(self, cls: cst.ClassDef | None) -> bool:
         """Whether `cls` is a torch.nn.Module (by its bases, followed within the module)."""
         seen = 0
@@ -871,10 +925,25 @@ def _host_uses(func: cst.FunctionDef) -> dict[str, str]:
 _SURE_HOST = ("keep_on_cpu", "by its name", "is a host tensor:", "used as a host tensor")
 
 
+def _registers_buffers(cls: cst.ClassDef) -> bool:
+    """Whether a method of `cls` calls `self.register_buffer(...)`: only an nn.Module can."""
+    found: list[bool] = []
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "register_buffer":
+                found.append(True)
+            return not found
+
+    walk(cls, Finder())
+    return bool(found)
+
+
 def _private_call_sites(module: cst.Module, names: set[str]) -> list[tuple[cst.FunctionDef, list[tuple[cst.Call, "Scope", cst.CSTNode]]]]:
     """Each private function (`_name`, not `__dunder__`) of the module named in `names` with the calls to it, each
     with its scope and the statement it sits in, when the module only calls it (a function also
-    named elsewhere, passed as a value, or called with `*args`, has callers we cannot see)."""
+    named elsewhere, passed as a value, or called with `**kwargs`, has callers we cannot see;
+    a call with `*name` is kept for `_positional_args` to look into)."""
     defined: dict[str, list[cst.FunctionDef]] = {}
     calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] = {}
     mentions: dict[str, int] = {}
@@ -908,7 +977,7 @@ def _private_call_sites(module: cst.Module, names: set[str]) -> list[tuple[cst.F
         def visit_Call(self, node: cst.Call) -> None:
             callee = node.func
             last = callee.value if isinstance(callee, cst.Name) else callee.attr.value if isinstance(callee, cst.Attribute) else None
-            if last in names and not any(a.star for a in node.args):
+            if last in names and not any(a.star == "**" or (a.star and not isinstance(a.value, cst.Name)) for a in node.args):
                 calls.setdefault(last, []).append((node, self.scopes[-1], _small_holding(self.statements[-1], node) if self.statements else node))
                 mentions[last] = mentions.get(last, 0) - 1  # its callee's name is a mention
 
@@ -1533,6 +1602,15 @@ class Evaluator:
             return host_tensor(f"{what} in pinned host memory")
         if like is not None:
             return like
+        if (
+            call.args
+            and what.split("(", 1)[0].rsplit(".", 1)[-1] not in DATA_FACTORIES
+            and isinstance(self.scope, cst.FunctionDef)
+            and self.model.builds_module(self.scope)
+        ):
+            return Where(Place.HOST_TENSOR, Confidence.LOW,
+                         f"{what} without device= follows the default device while the module is built "
+                         "(model loaders set it with `with torch.device(...)`)")
         return host_tensor(f"{what} without device= is a host tensor")
 
     def _eval_method(self, receiver: cst.BaseExpression, method: str, call: cst.Call) -> Where | None:

@@ -91,8 +91,15 @@ class ProjectFile:
 
 
 # vLLM declares which multimodal inputs stay in host memory when they reach the model:
-# `image_grid_thw=MultiModalFieldConfig.batched("image", keep_on_cpu=True)` (or as a dict key).
-_FIELD = re.compile(rb"""(?:\b(\w+)\s*=|["'](\w+)["']\s*:)\s*MultiModalFieldConfig\.\w+\(((?:[^()]|\([^()]*\))*)\)""")
+# `image_grid_thw=MultiModalFieldConfig.batched("image", keep_on_cpu=True)`, as a dict key
+# (`"image_grid_thw": ...`), as an item (`fields["image_grid_thw"] = ...`), or as an item named by
+# a loop over names (`for key in ("a", "b"): fields[key] = ...`).
+_FIELD = re.compile(rb"""(?:\b(\w+)\s*=|["'](\w+)["']\s*:|\[\s*["'](\w+)["']\s*\]\s*=|\[\s*(\w+)\s*\]\s*=)"""
+                    rb"""\s*MultiModalFieldConfig\.\w+\(((?:[^()]|\([^()]*\))*)\)""")
+_NAMES_LOOP = re.compile(rb"""\bfor\s+(\w+)\s+in\s+[(\[]((?:\s*["']\w+["']\s*,?)+)\s*[)\]]\s*:""")
+_STRING = re.compile(rb"""["'](\w+)["']""")
+# The model's own step inputs, which a modality's field only shares a name with (`video_input_ids`).
+_STEP_INPUTS = frozenset({"input_ids", "positions", "inputs_embeds", "embed_mask", "attention_mask"})
 _KEEP_ON_CPU = re.compile(rb"\bkeep_on_cpu\s*=\s*True\b")
 _MODALITY_PREFIX = re.compile(r"^(images?|videos?|audios?|vision)_(?=\w*_)")
 
@@ -106,9 +113,14 @@ def field_declarations(data: bytes) -> tuple[frozenset[str], frozenset[str]]:
     other: set[str] = set()
     if b"MultiModalFieldConfig" in data:
         for match in _FIELD.finditer(data):
-            name = (match.group(1) or match.group(2)).decode()
-            names = {name, _MODALITY_PREFIX.sub("", name)}
-            (host if _KEEP_ON_CPU.search(match.group(3)) else other).update(names)
+            if match.group(4) is not None:  # `fields[key] = ...`: the names of the nearest loop over `key`
+                loops = [m for m in _NAMES_LOOP.finditer(data, 0, match.start()) if m.group(1) == match.group(4)]
+                declared = [n.decode() for n in _STRING.findall(loops[-1].group(2))] if loops else []
+            else:
+                declared = [(match.group(1) or match.group(2) or match.group(3)).decode()]
+            for name in declared:
+                names = {name, _MODALITY_PREFIX.sub("", name)} - _STEP_INPUTS
+                (host if _KEEP_ON_CPU.search(match.group(5)) else other).update(names)
     return frozenset(host), frozenset(other)
 
 

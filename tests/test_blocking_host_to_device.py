@@ -286,3 +286,34 @@ def test_a_position_of_a_returned_tuple_keeps_its_place():
     found = check_snippet(BlockingHostToDevice, code)
     assert [f.location.row for f in found] == [10, 12]
     assert all(f.confidence == Confidence.MEDIUM and "torch.from_numpy()" in f.because for f in found)
+
+
+def test_a_factory_while_a_module_is_built_follows_the_default_device():
+    code = """
+        import torch
+        from vllm.model_executor.custom_op import CustomOp
+
+        class Rope(CustomOp):
+            def __init__(self, n: int) -> None:
+                super().__init__()
+                self.device = torch.device("cuda:0")
+                self.register_buffer("cache", self._cache(n), persistent=False)
+
+            def _cache(self, n: int) -> torch.Tensor:
+                t = torch.arange(n, dtype=torch.float)
+                return torch.cat((t.cos(), t.sin())).to(device=self.device)
+
+            def _later(self, n: int) -> torch.Tensor:
+                return torch.arange(n, dtype=torch.float).to(device=self.device)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return x + self._later(4)
+        """
+    found = {f.location.row: f for f in findings(code)}
+    # Built under the loader's `with torch.device(...)`: a guess, at low confidence, and saying why.
+    assert found[13].confidence == Confidence.LOW and "default device" in found[13].because
+    # A method forward calls runs on every step: the copy is a host tensor's, as sure as before.
+    assert found[16].confidence == Confidence.MEDIUM
+    # Without a register_buffer (nor an nn.Module base) nothing says a module is being built.
+    plain = {f.location.row: f for f in findings(code.replace('self.register_buffer("cache", self._cache(n), persistent=False)', "self.cache = self._cache(n)"))}
+    assert plain[13].confidence == Confidence.MEDIUM

@@ -323,6 +323,22 @@ def test_a_private_helper_that_every_call_gives_a_host_tensor_reads_a_host_tenso
     assert len(found) == 2 and "`crop[0].item()`" in found[0]  # now one call passes a device tensor
 
 
+def test_a_private_helper_called_with_a_spread_tuple_of_host_tensors_reads_host_tensors():
+    code = (
+        "import torch\nfrom torch import nn\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x: torch.Tensor, sizes_cpu: torch.Tensor, counts: torch.Tensor):\n"
+        "        inputs = (x, sizes_cpu)\n        self._split(*inputs)\n"
+        "        others = (x, counts)\n        return self._count(*others)\n\n"
+        "    def _split(self, x: torch.Tensor, sizes: torch.Tensor):\n        return x.split(sizes.tolist())\n\n"
+        "    def _count(self, x: torch.Tensor, counts: torch.Tensor):\n        return counts.tolist()\n"
+    )
+    found = messages(code)
+    # `sizes` comes from a host tensor through the spread tuple; `counts` from a forward argument.
+    assert len(found) == 1 and "`counts.tolist()`" in found[0]
+    twice = code.replace("inputs = (x, sizes_cpu)\n", "inputs = (x, sizes_cpu)\n        inputs = (x, counts)\n")
+    assert len(messages(twice)) == 2  # a name bound twice says nothing sure
+
+
 def test_a_branch_that_tests_for_the_cpu_holds_host_tensors():
     code = (
         "import torch\n\ndef to_tensor(ids: list[int], device: torch.device):\n"

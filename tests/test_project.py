@@ -516,6 +516,18 @@ def test_field_declarations_read_keywords_and_dict_keys():
     assert kept == {"speech_attention_mask", "video_grid_thw", "grid_thw"} and left == {"input_features"}
     # A name another file leaves on the device is a host name only where it is declared so.
     assert host_field_names([(kept, left), (frozenset(), frozenset({"grid_thw"}))]) == {"speech_attention_mask", "video_grid_thw"}
+    # Items of a dict built statement by statement, one named by a loop over names.
+    kept, left = field_declarations(b"""
+        fields["image_grid_thw"] = MultiModalFieldConfig.batched("image", keep_on_cpu=True)
+        fields["pixel_values"] = MultiModalFieldConfig.flat_from_sizes("image", sizes)
+        for key in ("video_frame_counts", "video_audio_counts"):
+            fields[key] = MultiModalFieldConfig.batched("video", keep_on_cpu=True)
+        fields["video_input_ids"] = MultiModalFieldConfig.flat_from_sizes("video", sizes, keep_on_cpu=True)
+    """)
+    # `video_input_ids` does not make the model's own `input_ids` a host tensor.
+    assert kept == {"image_grid_thw", "grid_thw", "video_frame_counts", "frame_counts", "video_audio_counts", "audio_counts",
+                    "video_input_ids"}
+    assert left == {"pixel_values"}
 
 
 HELPERS = """
