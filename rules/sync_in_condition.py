@@ -72,6 +72,13 @@ class SyncInCondition(Rule):
         Valid("import torch\nx = torch.zeros(3, device='cuda')\nflag = x.any()\n"),
         Valid("import torch\nx = torch.zeros(3, device='cuda')\nif x is not None and x.shape[0] > 0:\n    pass\n"),
         Valid("import torch\nx = torch.zeros(3)\nif x.any():\n    pass\n"),
+        # A name that asks a yes/no question about the device is a flag, not a tensor on it.
+        Valid(
+            "import torch\nfrom vllm.platforms import current_platform\nclass TopK(torch.nn.Module):\n"
+            "    def __init__(self):\n        self._is_cuda = current_platform.is_cuda()\n"
+            "        self._capable = self._is_cuda and current_platform.has_device_capability(90)\n"
+            "    def forward(self, x: torch.Tensor):\n        if self._is_cuda and not self._capable:\n            pass\n"
+        ),
         Valid(
             "import torch\nfrom vllm.utils import gpu_sync_allowed\nx = torch.ones(2, device='cuda')\n"
             "with gpu_sync_allowed():\n    assert (x > 0).all()\n"

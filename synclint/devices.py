@@ -201,8 +201,15 @@ class NameConventions:
         if _any_of(self.host).match(name):
             return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a host value by its name")
         if _any_of(self.device).match(name):
+            if _FLAG_NAME.match(name):
+                # `_is_cuda`, `use_gpu`, `has_cuda`: a yes/no answer about the device, not a tensor on it.
+                return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a flag by its name")
             return device(f"{name} is on the device by its name", Confidence.MEDIUM)
         return None
+
+
+# Names that read as a yes/no question (`is_cuda`, `_use_gpu`, `has_cuda`, `on_gpu`): flags.
+_FLAG_NAME = re.compile(r"_*(?:is|has|have|use|uses|using|can|should|enable|enabled|supports?|allow|on|run_on|needs?)_")
 
 
 @functools.lru_cache(maxsize=None)
