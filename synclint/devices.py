@@ -419,7 +419,14 @@ class DeviceModel:
 
     def where(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None) -> Where:
         """Where `expr` lives, evaluated just before statement `stmt` of `scope`."""
-        return self._evaluator(scope, stmt).eval(expr)
+        evaluator = self._evaluator(scope, stmt)
+        found = evaluator.eval(expr)
+        cpu_path = evaluator.env.get(CPU_PATH)
+        if cpu_path is not None and found.on_device and found.confidence is Confidence.MEDIUM:
+            # A guess of the GPU on the CPU side of a dispatch (`if x.is_cuda: return kernel(x)`).
+            return Where(found.place, Confidence.LOW, f"{found.because}; but {cpu_path.because}",
+                         found.is_none, found.items, found.element)
+        return found
 
     def to_target(self, call: cst.Call, scope: Scope | None, stmt: cst.CSTNode | None) -> Where | None:
         """Where `<tensor>.to(...)` puts its result; None when it keeps the device (a dtype) or says nothing known."""
@@ -1047,7 +1054,15 @@ def _on_cpu_in(env: "Env", test: cst.BaseExpression, holds: bool) -> "Env":
     refined = dict(env)
     for name in names:
         refined[name] = host_tensor(f"{name} is on the CPU where `{_code(test)}` is {holds}")
+    # The code dispatches on the device here: what runs in this branch is the CPU path, where
+    # a tensor the code does not place (a parameter, a buffer) is no more a GPU tensor than not.
+    refined[CPU_PATH] = host_tensor(f"this path runs only where `{_code(test)}` is {holds}")
     return refined
+
+
+# The key, in an environment, that marks code that runs only off the GPU (see `_on_cpu_in`):
+# no Python name can collide with it.
+CPU_PATH = " cpu path"
 
 
 def _on_cpu_when(test: cst.BaseExpression, holds: bool) -> set[str]:
@@ -1383,6 +1398,8 @@ def _join_env(a: Env, b: Env) -> Env:
         merged[name] = join(a[name], where) if name in a else where.weaker(Confidence.MEDIUM)
     for name in a.keys() - b.keys():
         merged[name] = a[name].weaker(Confidence.MEDIUM)
+    if CPU_PATH not in a or CPU_PATH not in b:
+        merged.pop(CPU_PATH, None)  # a path from the GPU's side joins here
     return merged
 
 

@@ -355,3 +355,23 @@ def test_a_branch_that_tests_for_the_cpu_holds_host_tensors():
     from synclint.rules.host_data_to_device import HostDataToDevice
     created = check_snippet(HostDataToDevice, code, min_confidence=Confidence.LOW)
     assert [f.location.row for f in created] == [6]
+
+
+def test_the_cpu_side_of_a_device_dispatch_guesses_no_gpu():
+    # `if x.is_cuda: return kernel(x)`: what follows is the CPU fallback, where a tensor the
+    # code does not place (a parameter, a buffer) is only a low-confidence guess of the GPU.
+    code = (
+        "import torch\nfrom torch import nn\n\nclass Ngram(nn.Module):\n"
+        "    def forward(self, input_ids: torch.Tensor, starts: torch.Tensor, table: torch.Tensor):\n"
+        "        if input_ids.is_cuda:\n            return kernel(input_ids, starts)\n"
+        "        rows = torch.searchsorted(starts, torch.arange(input_ids.shape[0]))\n"
+        "        return table[rows]\n\n"
+        "    def step(self, input_ids: torch.Tensor, starts: torch.Tensor, table: torch.Tensor):\n"
+        "        rows = torch.searchsorted(starts, torch.arange(input_ids.shape[0]))\n"
+        "        return table[rows]\n"
+    )
+    shown = check_snippet(HostRead, code)  # the default threshold: medium
+    assert [f.location.row for f in shown] == [13]  # only the method that does not dispatch
+    hidden = [f for f in check_snippet(HostRead, code, min_confidence=Confidence.LOW) if f.location.row == 9]
+    assert len(hidden) == 1 and hidden[0].confidence is Confidence.LOW
+    assert "this path runs only where `input_ids.is_cuda` is False" in hidden[0].because
