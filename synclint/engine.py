@@ -72,6 +72,24 @@ def other_accelerator(relpath: str) -> str | None:
     return match.group(1).upper() if match else None
 
 
+# Classes and methods named for another accelerator: `INCXPULinearBase`, `TPUModelRunner`, and
+# the per-platform methods of a custom op (vLLM's `CustomOp.forward_xpu`, `forward_cpu`), which
+# the op dispatches to only on that platform.
+OTHER_ACCELERATOR_CLASS = re.compile(r"(XPU|TPU|HPU|NPU|Neuron)(?![a-z])")
+OTHER_PLATFORM_METHOD = re.compile(r"_*forward_(xpu|tpu|hpu|npu|neuron|cpu)$")
+
+
+def other_accelerator_scope(names: list[str], class_name: str | None) -> str | None:
+    """The platform, other than a CUDA GPU, that the functions `names` (outermost first) of a
+    class `class_name` are for, by their names."""
+    for name in names:
+        method = OTHER_PLATFORM_METHOD.match(name)
+        if method:
+            return method.group(1).upper()
+    match = OTHER_ACCELERATOR_CLASS.search(class_name or "")
+    return match.group(1).upper() if match else None
+
+
 class FileContext:
     """What the rules of one file share: the tree, the device model, the traversal state."""
 
@@ -94,6 +112,7 @@ class FileContext:
         self.other_accelerator = other_accelerator(relpath)
         self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._attribute_assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        self._accelerators: dict[int, str | None] = {}  # id(function) -> see `accelerator`
         # Traversal state, kept by the batched visitor.
         self.scopes: list[cst.Module | cst.FunctionDef] = [module]
         self.scope_blocks: list[int] = [0]  # per scope: how many blocks enclose it
@@ -147,6 +166,22 @@ class FileContext:
     def site(self) -> Site:
         """Where the walk is now (for a report made now or after the walk)."""
         return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1])
+
+    def accelerator(self, scope: cst.Module | cst.FunctionDef) -> str | None:
+        """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path
+        or by the names of its class and functions (None: CUDA, as far as names tell)."""
+        if self.other_accelerator is not None or not isinstance(scope, cst.FunctionDef):
+            return self.other_accelerator
+        key = id(scope)
+        if key not in self._accelerators:
+            names: list[str] = []
+            func: cst.FunctionDef | None = scope
+            while func is not None:
+                names.insert(0, func.name.value)
+                func = self.devices.enclosing.get(id(func))
+            cls = self.devices.self_class(scope)
+            self._accelerators[key] = other_accelerator_scope(names, cls.name.value if cls is not None else None)
+        return self._accelerators[key]
 
     def anchors(self) -> tuple[tuple[cst.CSTNode, tuple[str, ...]], ...]:
         """Statements whose text holds what is being visited, smallest first, each with the

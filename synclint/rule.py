@@ -173,10 +173,11 @@ class Rule:
         fix: Replacement | None = None,
     ) -> None:
         """Report a node met earlier in the walk, at the site taken then (from `finish`)."""
-        if self.ctx.other_accelerator is not None and confidence > Confidence.LOW:
+        accelerator = self.ctx.accelerator(site.scope) if confidence > Confidence.LOW else None
+        if accelerator is not None:
             # The host waits there too, but not for a CUDA GPU: not what a default run is for.
             confidence = Confidence.LOW
-            because = f"{self.ctx.other_accelerator} code, not CUDA" + (f"; {because}" if because else "")
+            because = f"{accelerator} code, not CUDA" + (f"; {because}" if because else "")
         self.ctx.reports.append((self, Report(node, message, confidence, because, fix, site)))
 
     def finish(self) -> None:

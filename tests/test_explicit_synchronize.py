@@ -86,3 +86,21 @@ def test_code_for_another_accelerator_is_reported_only_at_low_confidence():
         assert [(f.confidence, f.because) for f in found] == [(Confidence.LOW, f"{accelerator} code, not CUDA")]
         assert check_snippet(ExplicitSynchronize, code, filename=name) == []
     assert len(check_snippet(ExplicitSynchronize, code, filename="vllm/v1/worker/rocm_runner.py")) == 1
+
+
+def test_classes_and_custom_op_methods_named_for_another_platform_are_reported_only_at_low_confidence():
+    code = (
+        "import torch\n\nclass INCXPULinearBase:\n    def apply(self, x):\n        torch.accelerator.synchronize()\n\n"
+        "class RMSNorm(CustomOp):\n    def forward_xpu(self, x):\n        torch.accelerator.synchronize()\n\n"
+        "    def forward_cpu(self, x):\n        def inner():\n            torch.accelerator.synchronize()\n\n"
+        "    def forward_cuda(self, x):\n        torch.accelerator.synchronize()\n\n"
+        "class Output:\n    def step(self):\n        torch.accelerator.synchronize()\n"
+    )
+    found = check_snippet(ExplicitSynchronize, code, min_confidence=Confidence.LOW)
+    assert [(f.location.row, f.confidence, f.because) for f in found] == [
+        (5, Confidence.LOW, "XPU code, not CUDA"),
+        (9, Confidence.LOW, "XPU code, not CUDA"),
+        (13, Confidence.LOW, "CPU code, not CUDA"),
+        (16, Confidence.HIGH, None),
+        (20, Confidence.HIGH, None),
+    ]
