@@ -540,10 +540,11 @@ class DeviceModel:
         makes the `crop_shape: torch.Tensor` of `_tiles` a CPU tensor, not a guess of the GPU.
         Each round computes the callers' facts as they stand; a round that settles a parameter
         starts the facts again (a caller two calls up settles the next round)."""
-        candidates = {name for name, funcs in self._private.items()
-                      if len(funcs) == 1 and any(p.annotation is not None and "Tensor" in _code(p.annotation.annotation)
-                                                 for p in (*funcs[0].params.params, *funcs[0].params.kwonly_params))}
+        candidates = {name for name, funcs in self._private.items() if len(funcs) == 1 and _takes_tensors(funcs[0])}
         sites = _private_call_sites(self.module, candidates) if candidates else []
+        sites += _submodule_call_sites(self.module, {
+            name: forward for name, cls in self.classes.items()
+            if (forward := _method(cls, "forward")) is not None and _takes_tensors(forward) and self.is_module_class(cls)})
         if not sites:
             return
         for _ in range(self.MAX_HOST_PARAM_ROUNDS):
@@ -584,10 +585,12 @@ class DeviceModel:
             if arg is None:
                 return None  # the default, or through *args
             where = Evaluator(self, scope, self.facts(scope).env_before.get(id(stmt), {})).eval(arg)
-            if where.place is not Place.HOST_TENSOR or not (
+            named_host = where.place is Place.HOST and "by its name" in (where.because or "")
+            if not named_host and (where.place is not Place.HOST_TENSOR or not (
                 where.confidence is Confidence.HIGH or any(word in (where.because or "") for word in _SURE_HOST)
-            ):
-                # A Python value where a tensor is annotated says nothing sure, nor does a host
+            )):
+                # A Python value where a tensor is annotated says nothing sure (but a value named
+                # for the host, `meta.grid_thw_cpu`, is a host tensor there), nor does a host
                 # tensor on one path and something unknown on another (`return torch.tensor([])`).
                 return None
             row = _code(call.func)
@@ -1006,6 +1009,121 @@ def _private_call_sites(module: cst.Module, names: set[str]) -> list[tuple[cst.F
         if len(funcs) == 1 and name in calls and mentions.get(name, 0) == 0:
             sites.append((funcs[0], calls[name]))
     return sites
+
+
+def _takes_tensors(func: cst.FunctionDef) -> bool:
+    """Whether a parameter of `func` is annotated as a tensor."""
+    return any(p.annotation is not None and "Tensor" in _code(p.annotation.annotation)
+               for p in (*func.params.params, *func.params.kwonly_params))
+
+
+def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    return next((stmt for stmt in _block(cls.body) if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name), None)
+
+
+def _submodule_call_sites(module: cst.Module, forwards: dict[str, cst.FunctionDef]
+                          ) -> list[tuple[cst.FunctionDef, list[tuple[cst.Call, "Scope", cst.CSTNode]]]]:
+    """The `forward` of each module class of this file (`forwards`, by class name) whose instances
+    are kept in attributes (`self.adapter = PatchMerger(...)`) with the calls of those attributes
+    (`self.adapter(x, grid_thw_cpu)`), each with its scope and statement, when every use of such an
+    attribute in the file is a call and no attribute name holds two classes."""
+    if not forwards:
+        return []
+    # Registries of classes: `_ADAPTERS = {"shuffle": PixelShuffleAdapter, ...}` at the top level.
+    registries: dict[str, set[str]] = {}
+    for stmt in module.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+            target: cst.BaseExpression | None = small.targets[0].target
+        elif isinstance(small, cst.AnnAssign):
+            target = small.target
+        else:
+            continue
+        if isinstance(target, cst.Name) and isinstance(small.value, cst.Dict) and small.value.elements:
+            values = {dotted_name(e.value) if isinstance(e, cst.DictElement) else None for e in small.value.elements}
+            registries[target.value] = values if values <= forwards.keys() else {""}
+    holds: dict[str, set[str]] = {}  # attribute -> classes assigned to it ("": something else)
+    picked: dict[tuple[int, str], set[str]] = {}  # (id(scope), name) -> classes `name = REGISTRY[...]` may be
+    calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] = {}
+    other_uses: set[str] = set()
+
+    class Sites(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.scopes: list[Scope] = [module]
+            self.statements: list[cst.CSTNode] = []
+            self.targets: set[int] = set()  # id() of `self.x` nodes being assigned
+            self.callees: set[int] = set()  # id() of `self.x` nodes being called
+
+        def enter(self, node: cst.CSTNode) -> None:
+            self.statements.append(node)
+
+        def leave(self, node: cst.CSTNode) -> None:
+            self.statements.pop()
+
+        visit_SimpleStatementLine = visit_If = visit_For = visit_While = visit_With = visit_Try = enter
+        leave_SimpleStatementLine = leave_If = leave_For = leave_While = leave_With = leave_Try = leave
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.statements.append(node)
+            self.scopes.append(node)
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.statements.pop()
+            self.scopes.pop()
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            value = node.value
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    picked[(id(self.scopes[-1]), target.target.value)] = _registry_pick(value, registries)
+                attr = _self_attribute(target.target)
+                if attr is None:
+                    continue
+                self.targets.add(id(target.target))
+                name = dotted_name(value.func) if isinstance(value, cst.Call) else None
+                if name in forwards:
+                    holds.setdefault(attr, set()).add(name)
+                else:  # `cls = _ADAPTERS[kind]` before `self.adapter = cls(config)`, or something else
+                    holds.setdefault(attr, set()).update(picked.get((id(self.scopes[-1]), name or ""), {""}))
+
+        def visit_Call(self, node: cst.Call) -> None:
+            attr = _self_attribute(node.func)
+            if attr is not None and not any(a.star for a in node.args):
+                self.callees.add(id(node.func))
+                statement = _small_holding(self.statements[-1], node) if self.statements else node
+                calls.setdefault(attr, []).append((node, self.scopes[-1], statement))
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            attr = _self_attribute(node)
+            if attr is not None and id(node) not in self.targets and id(node) not in self.callees:
+                other_uses.add(attr)  # passed on, or read for a method of its own
+
+    walk(module, Sites())
+    by_class: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] = {}
+    for attr, classes in holds.items():
+        if "" not in classes and attr in calls and attr not in other_uses:
+            for cls in classes:
+                by_class.setdefault(cls, []).extend(calls[attr])
+    return [(forwards[cls], found) for cls, found in by_class.items()]
+
+
+def _registry_pick(value: cst.BaseExpression, registries: dict[str, set[str]]) -> set[str]:
+    """The classes `value` may be when it picks from a registry (`REG[key]`, `REG.get(key)`), else {""}."""
+    if isinstance(value, cst.Subscript):
+        registry = dotted_name(value.value)
+    elif (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "get"
+          and len(value.args) == 1):
+        registry = dotted_name(value.func.value)
+    else:
+        return {""}
+    return registries.get(registry or "", {""})
+
+
+def _self_attribute(expr: cst.BaseExpression) -> str | None:
+    """`x` of `self.x`."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
 
 
 def _small_holding(statement: cst.CSTNode, node: cst.CSTNode) -> cst.CSTNode:

@@ -375,3 +375,24 @@ def test_the_cpu_side_of_a_device_dispatch_guesses_no_gpu():
     hidden = [f for f in check_snippet(HostRead, code, min_confidence=Confidence.LOW) if f.location.row == 9]
     assert len(hidden) == 1 and hidden[0].confidence is Confidence.LOW
     assert "this path runs only where `input_ids.is_cuda` is False" in hidden[0].because
+
+
+def test_a_submodule_that_every_call_in_the_file_gives_a_host_tensor_reads_a_host_tensor():
+    # `self.adapter(x, meta.grid_thw_cpu)`, the adapter picked from a registry of this file's
+    # modules: their `forward(..., grid_thw: torch.Tensor)` reads a CPU tensor, not a GPU guess.
+    code = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Shuffle(nn.Module):\n    def forward(self, x: torch.Tensor, grid_thw: torch.Tensor):\n"
+        "        return int(grid_thw[0, 1])\n\n"
+        "class Merge(nn.Module):\n    def forward(self, x: torch.Tensor, grid_thw: torch.Tensor):\n"
+        "        return grid_thw[:, 1].tolist()\n\n"
+        "ADAPTERS: dict[str, type[nn.Module]] = {'shuffle': Shuffle, 'merge': Merge}\n\n"
+        "class Vit(nn.Module):\n    def __init__(self, kind):\n        super().__init__()\n"
+        "        cls = ADAPTERS.get(kind)\n        self.adapter = cls()\n\n"
+        "    def forward(self, x: torch.Tensor, meta):\n        return self.adapter(x, meta.grid_thw_cpu)\n"
+    )
+    assert messages(code) == []
+    gpu = code.replace("meta.grid_thw_cpu)", "meta.grid_thw)")  # now the call says nothing sure
+    assert len(check_snippet(HostRead, gpu)) == 2
+    passed_on = code.replace("        return self.adapter(x", "        keep(self.adapter)\n        return self.adapter(x")
+    assert len(check_snippet(HostRead, passed_on)) == 2  # the module is handed to code we cannot see
