@@ -16,6 +16,10 @@ Two steps:
     # 2. fill in verdict (tp / fp) and a note for every row, then
     python bench/precision.py --score
 
+A false finding whose note carries the tag `[unreached]` is one where the value is on the GPU and
+the line would make the host wait, but nothing in the package reaches the line (a branch no caller
+takes, training-only code); --score also prints the precision with those counted true.
+
 The CSV (default bench/precision_sample.csv) has the columns id, code, confidence, file
 (relative to the release folder, e.g. vllm/v1/worker/gpu_model_runner.py), line, source_line,
 verdict, note. It carries one source line per finding and nothing else of vLLM's code.
@@ -37,6 +41,8 @@ from pathlib import Path
 from benchlib import BENCH, CONFIDENCES, PROBLEM_CODES, table, vllm_tree
 
 COLUMNS = ("id", "code", "confidence", "file", "line", "source_line", "verdict", "note")
+# A note tag: the line would sync on a GPU tensor, but nothing in the package reaches it.
+UNREACHED = "[unreached]"
 VERDICTS = ("tp", "fp")
 DEFAULT_CSV = BENCH / "precision_sample.csv"
 
@@ -140,6 +146,14 @@ def score(args: argparse.Namespace) -> int:
     rows_out += [line("rule", code) for _, code in sorted(k for k in groups if k[0] == "rule")]
     print(f"precision from {args.csv} ({len(rows)} sampled findings)")
     print(table(("group", "judged", "tp", "fp", "unjudged", "precision", "95% CI"), rows_out))
+    unreached = [r for r in rows if (r["verdict"] or "").strip().lower() == "fp" and UNREACHED in r["note"]]
+    if unreached:
+        tp, judged = groups[("all", "all")][0] + len(unreached), sum(groups[("all", "all")][:2])
+        lo, hi = wilson(tp, judged)
+        print(f"\n{len(unreached)} false findings are {UNREACHED}: the value is on the GPU and the line would make "
+              f"the host wait, but no caller in the package reaches it (a dead branch, training-only code). "
+              f"Counted true, as a linter that cannot know the callers' arguments would: "
+              f"{tp}/{judged} = {tp / judged:.3f} ({lo:.2f}-{hi:.2f})")
     return 0
 
 
