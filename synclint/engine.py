@@ -113,6 +113,7 @@ class FileContext:
         self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._attribute_assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._accelerators: dict[int, str | None] = {}  # id(function) -> see `accelerator`
+        self._steps: dict[int, bool] = {}  # id(function) -> whether its name is a per-step method's
         # Traversal state, kept by the batched visitor.
         self.scopes: list[cst.Module | cst.FunctionDef] = [module]
         self.scope_blocks: list[int] = [0]  # per scope: how many blocks enclose it
@@ -162,6 +163,20 @@ class FileContext:
         if names and any(fnmatch.fnmatchcase(names[-1], pat) for pat in STEP_FUNCTIONS):
             return "step"
         return "code"
+
+    def may_repeat(self) -> bool:
+        """Whether code here may run many times: in a loop or in a per-step method (a cheap
+        superset of the `loop` and `step` contexts, asked of every call)."""
+        if self.loop_depth[-1] > 0:
+            return True
+        scope = self.scopes[-1]
+        if not isinstance(scope, cst.FunctionDef):
+            return False
+        key = id(scope)
+        known = self._steps.get(key)
+        if known is None:
+            known = self._steps[key] = any(fnmatch.fnmatchcase(scope.name.value, pat) for pat in STEP_FUNCTIONS)
+        return known
 
     def site(self) -> Site:
         """Where the walk is now (for a report made now or after the walk)."""

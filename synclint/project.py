@@ -205,7 +205,12 @@ class Needs:
 
     calls: frozenset[str] = frozenset()  # qualified names of callees (and self-attribute reads)
     classes: frozenset[str] = frozenset()  # classes it derives from or annotates values with
-    attributes: frozenset[str] = frozenset()  # attribute names read (for properties)
+    attributes: frozenset[str] = frozenset()  # attribute names read (for properties and base classes' attributes)
+    # Of `calls`, those whose chain to a sync can reach a finding of the file (called in a loop
+    # or a per-step method, or by a function of the file that is), and those whose result the
+    # file uses (not `f(x)` alone on a line): the view carries only those facts of each.
+    chain_calls: frozenset[str] = frozenset()
+    value_calls: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -296,6 +301,28 @@ class ProjectView:
 EMPTY_VIEW = ProjectView()
 
 
+def resolve_in(functions: dict[str, FunctionSummary], classes: dict[str, ClassSummary], qualname: str,
+               resolved: dict[str, str | None]) -> str | None:
+    """The function of `functions` a called name means: itself, or a method found through the
+    class's bases in `classes` (`resolved` remembers the answers)."""
+    if qualname in resolved:
+        return resolved[qualname]
+    resolved[qualname] = None  # a cycle of bases resolves to nothing
+    found = None
+    if qualname in functions:
+        found = qualname
+    else:
+        owner, _, name = qualname.rpartition(".")
+        cls = classes.get(owner)
+        if cls is not None:
+            for base in cls.bases:
+                found = resolve_in(functions, classes, f"{base}.{name}", resolved)
+                if found is not None:
+                    break
+    resolved[qualname] = found
+    return found
+
+
 class ProjectIndex:
     """The summaries of many modules, and what follows from them (`solve`)."""
 
@@ -319,22 +346,7 @@ class ProjectIndex:
 
     def resolve(self, qualname: str) -> str | None:
         """The function a called name means: itself, or a method found through the class's bases."""
-        if qualname in self._resolved:
-            return self._resolved[qualname]
-        self._resolved[qualname] = None  # a cycle of bases resolves to nothing
-        found = None
-        if qualname in self.functions:
-            found = qualname
-        else:
-            owner, _, name = qualname.rpartition(".")
-            cls = self.classes.get(owner)
-            if cls is not None:
-                for base in cls.bases:
-                    found = self.resolve(f"{base}.{name}")
-                    if found is not None:
-                        break
-        self._resolved[qualname] = found
-        return found
+        return resolve_in(self.functions, self.classes, qualname, self._resolved)
 
     def fact(self, qualname: str) -> FunctionFact | None:
         """What calling `qualname` does, from this index or from the external view."""
@@ -479,13 +491,15 @@ class ProjectIndex:
         kept = copy.copy(self)
         kept.functions = {q: replace(f, calls=(), reads=(), returns_calls=(), device_args={}) for q, f in self.functions.items()}
         kept._resolved, kept._attrs = {}, {}
-        properties = self.property_map().keys()
+        # The attribute names a view may ask about: syncing properties, and tensors classes keep in `self`.
+        attributes = self.property_map().keys() | {name for cls in self.classes.values() for name in cls.attrs}
         meaningful = {name for name in {c for m in summaries.values() for c in m.needs.calls}
                       if (fact := self.fact(name)) is not None and (fact.chain is not None or fact.returns is not None)}
         small = {}
         for path, summary in summaries.items():
-            needs = Needs(summary.needs.calls & meaningful, summary.needs.classes,
-                          summary.needs.attributes & properties)
+            wanted = summary.needs
+            needs = replace(wanted, calls=wanted.calls & meaningful, attributes=wanted.attributes & attributes,
+                            chain_calls=wanted.chain_calls & meaningful, value_calls=wanted.value_calls & meaningful)
             functions = {q: kept.functions.get(q, f) for q, f in summary.functions.items()}
             small[path] = replace(summary, functions=functions, needs=needs)
         return kept, small
@@ -515,38 +529,44 @@ class ProjectIndex:
 
     def view_for(self, summary: ModuleSummary) -> ProjectView:
         """The non-trivial facts about the names `summary`'s file uses from other files."""
+        needs = summary.needs
+        properties: dict[str, tuple[PropertyFact, ...]] = {}
+        fields = set()
+        for name in sorted(needs.attributes & self.property_map().keys()):
+            found = tuple(p for p in self.syncing_properties(name) if not p.path == summary.path)
+            if found:
+                properties[name] = found
+                if self.is_plain_field(name):
+                    fields.add(name)
+        # A read of a syncing property counts as its function's sync only where no chain says
+        # more (summaries.add_late_syncs): then every callee's chain matters.
+        chain_calls = needs.calls if properties else needs.chain_calls
         own = summary.functions.keys() | summary.classes.keys()
         functions: dict[str, FunctionFact] = {}
-        for name in sorted(summary.needs.calls):
+        for name in sorted(needs.calls):
             if name in own:
                 continue
             fact = self.fact(name)
             if fact is None or fact.qualname in summary.functions:
                 continue
-            returns = fact.returns if fact.returns is not None and fact.returns.is_tensor else None
-            if fact.chain is not None or returns is not None:
-                functions[name] = FunctionFact(fact.qualname, fact.path, fact.row, fact.chain, returns,
+            chain = fact.chain if name in chain_calls else None
+            returns = fact.returns if fact.returns is not None and fact.returns.is_tensor and name in needs.value_calls else None
+            if chain is not None or returns is not None:
+                functions[name] = FunctionFact(fact.qualname, fact.path, fact.row, chain, returns,
                                                fact.is_property, fact.deprecated)
         class_attrs: dict[str, dict[str, Where]] = {}
         class_bases: dict[str, tuple[str, ...]] = {}
-        for base in sorted(summary.needs.classes):
+        for base in sorted(needs.classes):
             if base in summary.classes:
                 continue
-            attrs = {k: v for k, v in self.class_attrs(base).items() if v.is_tensor}
+            # Only the attributes the file names: no other can change what it finds.
+            attrs = {k: v for k, v in self.class_attrs(base).items() if v.is_tensor and k in needs.attributes}
             if attrs:
                 class_attrs[base] = attrs
             for name in self.ancestors(base):
                 cls = self.classes.get(name)
                 if cls is not None and name not in summary.classes:
                     class_bases[name] = cls.bases
-        properties: dict[str, tuple[PropertyFact, ...]] = {}
-        fields = set()
-        for name in sorted(summary.needs.attributes & self.property_map().keys()):
-            found = tuple(p for p in self.syncing_properties(name) if not p.path == summary.path)
-            if found:
-                properties[name] = found
-                if self.is_plain_field(name):
-                    fields.add(name)
         device_params = {q: self.device_params[q] for q in sorted(summary.functions) if q in self.device_params}
         if not (functions or class_attrs or properties or device_params):
             return EMPTY_VIEW

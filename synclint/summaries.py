@@ -17,7 +17,7 @@ from synclint.devices import DeviceModel, Place, Where, _block, _child_blocks, _
 from synclint.model import Confidence
 from synclint.noqa import parse_noqa
 from synclint.patterns import one_line
-from synclint.project import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite, short_name
+from synclint.project import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite, resolve_in, short_name
 
 _ATTRIBUTE_NAMES = re.compile(r"\.\s*([A-Za-z_]\w*)")
 _DEPRECATED_TEXT = 160  # characters of a deprecation message kept for reports
@@ -37,6 +37,8 @@ class CallRecorder:
         self.classes_named: set[str] = set()  # receiver classes from annotations
         self.generators: set[int] = set()  # id() of functions holding a `yield`
         self.device_args: dict[str, dict[str, dict[int | str, Where]]] = {}  # caller -> callee -> GPU arguments
+        self.repeated: set[str] = set()  # callees and reads in a loop or a per-step method
+        self.valued: set[str] = set()  # callees whose result is used
 
     def owner(self) -> str | None:
         """The summarised function holding the node: nested functions count as their enclosing one."""
@@ -55,6 +57,11 @@ class CallRecorder:
         if callee is not None:
             self.calls.setdefault(owner, []).append(callee)
             self._note_device_args(owner, callee, node)
+            if self.ctx.may_repeat():
+                self.repeated.add(callee)
+            statement = self.ctx.statements[-1] if self.ctx.statements else None
+            if not (isinstance(statement, cst.Expr) and statement.value is node):
+                self.valued.add(callee)
 
     def _note_device_args(self, owner: str, callee: str, node: cst.Call) -> None:
         """The GPU tensors this call passes: the callee's parameters learn where they live from them."""
@@ -80,7 +87,11 @@ class CallRecorder:
             return
         cls = self.devices.receiver_class(node.value, self.ctx.scopes[-1])
         if cls is not None:
-            self.reads.setdefault(owner, []).append(f"{cls}.{node.attr.value}")
+            read = f"{cls}.{node.attr.value}"
+            self.reads.setdefault(owner, []).append(read)
+            self.valued.add(read)
+            if self.ctx.may_repeat():
+                self.repeated.add(read)
             if node.value.value not in ("self", "cls"):
                 self.classes_named.add(cls)
 
@@ -135,8 +146,30 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
     own = summary.functions.keys() | summary.classes.keys()
     calls = {c for f in summary.functions.values() for c in (*f.calls, *f.reads, *f.returns_calls)} - own
     classes = {b for c in summary.classes.values() for b in c.bases} | recorder.classes_named
-    summary.needs = Needs(frozenset(calls), frozenset(classes - own), frozenset(_ATTRIBUTE_NAMES.findall(text)))
+    summary.needs = Needs(frozenset(calls), frozenset(classes - own), frozenset(_ATTRIBUTE_NAMES.findall(text)),
+                          frozenset(_chain_calls(summary, recorder.repeated) & calls),
+                          frozenset((recorder.valued | {c for f in summary.functions.values() for c in f.returns_calls})
+                                    & calls))
     return summary
+
+
+def _chain_calls(summary: ModuleSummary, repeated: set[str]) -> set[str]:
+    """The callees whose chain to a sync can reach a finding of this file (SYNC112): those
+    called in a loop or a per-step method, and every callee of the file's own functions that
+    such a call reaches, through the file's own calls."""
+    resolved: dict[str, str | None] = {}
+    needed = set(repeated)
+    pending = [target for name in repeated if (target := resolve_in(summary.functions, summary.classes, name, resolved))]
+    seen = set(pending)
+    while pending:
+        func = summary.functions[pending.pop()]
+        for name in (*func.calls, *func.reads):
+            needed.add(name)
+            target = resolve_in(summary.functions, summary.classes, name, resolved)
+            if target is not None and target not in seen:
+                seen.add(target)
+                pending.append(target)
+    return needed
 
 
 def add_late_syncs(ctx, summary: ModuleSummary, reports, text: str, relpath: str, positions) -> None:

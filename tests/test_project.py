@@ -567,3 +567,45 @@ def test_an_edited_checked_file_is_rechecked_against_the_facts_of_the_unchanged_
     helpers = tmp_path / "app" / "helpers.py"
     helpers.write_text(helpers.read_text().replace('int(torch.ones(n, device="cuda").sum().item())', "n"))
     assert run_json("check", *cache, "app/step.py", cwd=tmp_path)[1] == []
+
+
+def test_a_file_is_looked_at_again_only_for_facts_that_can_change_its_findings(tmp_path):
+    # A helper elsewhere that syncs matters to a caller only where the call may repeat (SYNC112,
+    # here or through the file's own functions); a helper that returns a GPU tensor only where
+    # the result is used; a base class's GPU attribute only where the file names it.
+    from pathlib import Path
+
+    from synclint.config import build_settings
+    from synclint.engine import analyse
+    from synclint.project import ProjectFile, ProjectIndex
+
+    helpers = (
+        "import torch\n\n"
+        "def count(x: torch.Tensor) -> int:\n    return int(torch.zeros(3, device='cuda').sum().item())\n\n"
+        "def make() -> torch.Tensor:\n    return torch.zeros(3, device='cuda')\n\n"
+        "class Base(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.table = torch.zeros(3, device='cuda')\n"
+    )
+    callers = {
+        "once": "from app.helpers import count, make, Base\n\nclass M(Base):\n    def setup(self, x):\n"
+                "        count(x)\n        make()\n",
+        "loop": "from app.helpers import count\n\ndef run(xs):\n    for x in xs:\n        count(x)\n",
+        "through_own": "from app.helpers import count\n\ndef _inner(x):\n    return count(x)\n\n"
+                       "def run(xs):\n    for x in xs:\n        _inner(x)\n",
+        "value": "from app.helpers import make\n\ndef setup():\n    t = make()\n    return t\n",
+        "named": "from app.helpers import Base\n\nclass M(Base):\n    def setup(self):\n        return self.table\n",
+    }
+    callers = {name: "import torch\n" + text for name, text in callers.items()}  # files without torch go unread
+    settings = build_settings({}, Path(tmp_path), None)
+
+    def summary(name, text):
+        return analyse(text, f"app/{name}.py", settings, project=ProjectFile(f"app.{name}", "app"))[1]
+
+    summaries = {name: summary(name, text) for name, text in {"helpers": helpers, **callers}.items()}
+    index = ProjectIndex(summaries.values())
+    views = {name: index.view_for(summaries[name]) for name in callers}
+    assert not views["once"]  # called once, result unused, base attribute never named: no second look
+    assert views["loop"].functions["app.helpers.count"].chain is not None
+    assert views["through_own"].functions["app.helpers.count"].chain is not None
+    assert views["value"].functions["app.helpers.make"].returns.on_device
+    assert "table" in views["named"].class_attrs["app.helpers.Base"]
