@@ -20,7 +20,7 @@ from pathlib import Path
 from synclint import __version__
 
 DEFAULT_DIR = ".synclint_cache"
-FORMAT = 2  # bump when the pickled content changes shape
+FORMAT = 3  # bump when the pickled content changes shape
 
 
 @dataclass(frozen=True)
@@ -60,12 +60,29 @@ class ProjectSnapshot:
 
 
 @dataclass(frozen=True)
-class PackageSnapshot:
-    """The final summaries of the files a run indexed but did not check, keyed by their entry
-    keys and the names of the files it checked: a later run that checks the same files, edited,
-    joins their new summaries to these instead of reading every other file's entries again."""
+class PackageState:
+    """What the last run over a package (all of it, or some files with the rest indexed) knew of
+    it, for a run over some of its files (pre-commit after an edit): the solved index, each
+    file's summary, and the multimodal fields each module declares. The files not checked are
+    taken as that run saw them while they and the folders are unchanged (`is_current`): a
+    `stat` per file instead of reading and indexing them."""
 
-    summaries: dict  # shown path -> ModuleSummary
+    package_files: frozenset  # absolute paths of the package's Python files
+    files: dict  # absolute path -> replay.Signature: the package's files, and the marker files above them
+    folders: dict  # walked folder -> its entry names: a file added, removed or renamed makes the state stale
+    index: object  # synclint.project.ProjectIndex, solved over every file of the run (ProjectIndex.snapshot)
+    declarations: dict  # module -> project.field_declarations, of the modules that declare any
+    summaries: dict  # shown path -> ModuleSummary (ProjectIndex.snapshot's)
+
+    def is_current(self, checked: set[str]) -> bool:
+        """Whether every file but the `checked` ones, and every folder, is as the run saw it."""
+        from synclint.replay import signature
+
+        try:
+            return (all(sorted(os.listdir(folder)) == list(names) for folder, names in self.folders.items())
+                    and all(signature(path) == known for path, known in self.files.items() if path not in checked))
+        except OSError:
+            return False
 
 
 class Cache:

@@ -476,11 +476,14 @@ class ProjectIndex:
     def is_plain_field(self, name: str) -> bool:
         """Whether some class stores an attribute `name` as data: a read of `x.name` on a value
         of unknown class may be that field rather than a property."""
+        return name in self._plain_fields() or name in self.external.fields
+
+    def _plain_fields(self) -> set[str]:
         if self._fields is None:
             self._fields = set()
             for cls in self.classes.values():
                 self._fields.update(cls.fields)
-        return name in self._fields or name in self.external.fields
+        return self._fields
 
     # ---- a smaller copy to keep -------------------------------------------------------------
 
@@ -489,7 +492,12 @@ class ProjectIndex:
         and with each file's needs cut to the names that carry a fact: what `view_for` reads.
         Used to start the next run over the same files (synclint.cache.ProjectSnapshot)."""
         kept = copy.copy(self)
-        kept.functions = {q: replace(f, calls=(), reads=(), returns_calls=(), device_args={}) for q, f in self.functions.items()}
+        kept._properties, kept._fields = self.property_map(), self._plain_fields()
+        # A function with nothing to tell (no chain, no returns) is kept as a name only, which
+        # `resolve` still needs (a method overriding one that syncs): a fifth of the pickle.
+        nothing = FunctionSummary("", "", 0)
+        kept.functions = {q: replace(f, calls=(), reads=(), returns_calls=(), device_args={})
+                          if q in self.chains or q in self.returns else nothing for q, f in self.functions.items()}
         kept._resolved, kept._attrs = {}, {}
         # The attribute names a view may ask about: syncing properties, and tensors classes keep in `self`.
         attributes = self.property_map().keys() | {name for cls in self.classes.values() for name in cls.attrs}
@@ -547,8 +555,8 @@ class ProjectIndex:
             if name in own:
                 continue
             fact = self.fact(name)
-            if fact is None or fact.qualname in summary.functions:
-                continue
+            if fact is None or fact.qualname in summary.functions or fact.path == summary.path:
+                continue  # its own function (as an index of an earlier run may still hold it)
             chain = fact.chain if name in chain_calls else None
             returns = fact.returns if fact.returns is not None and fact.returns.is_tensor and name in needs.value_calls else None
             if chain is not None or returns is not None:

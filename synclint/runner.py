@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from synclint.cache import Cache, Entry, PackageSnapshot, ProjectSnapshot
+from synclint.cache import Cache, Entry, PackageState, ProjectSnapshot
 from synclint.config import Settings, SettingsResolver
 from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes, check_file
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.model import Applicability
 from synclint.files import PathProblem, Target, discover, relative_to_root
-from synclint.project import (Needs, ProjectFile, ProjectIndex, field_declarations, host_field_names, imported_modules,
+from synclint.project import (ProjectFile, ProjectIndex, field_declarations, host_field_names, imported_modules,
                               module_name, package_root)
 from synclint.noqa import unknown_codes
+from synclint.replay import RACY_NS, inputs_of
 
 FILES_PER_BATCH = 8
 PROGRESS_MIN_FILES = 200  # shorter runs end before a bar helps
@@ -200,14 +202,36 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
        changed are checked again, for at most MAX_PROJECT_ROUNDS rounds.
     With --fix/--diff, the files whose findings have fixes to apply are then fixed, with
     their views. Every step goes through the cache; a second look is keyed by its view.
+
+    A run over some files of a package keeps what it learnt of the rest (cache.PackageState):
+    the next run over the same files, while no other file or folder of the package changed,
+    checks only them, against the other files' facts as that run left them.
     """
+    started = time.time_ns()
+    check = Mode(debug=mode.debug)
+    state_keys = _state_keys(cache, work, cwd) if cache is not None else []
+    state = cache.get(state_keys[0], PackageState) if state_keys else None
+    checked = {os.path.abspath(job.path) for job in work}
+    if state is not None and checked < state.package_files and state.is_current(checked):
+        # Some files of the package, the rest as the last run saw them (pre-commit after an edit).
+        run.read_files += list(state.files)
+        run.walked_folders.update(state.folders)
+        jobs, _ = _with_host_fields([_placed(job) for job in work], state.declarations)
+        # Each file starts with the view its summary had then: an edit seldom changes what it uses.
+        checked_with = []
+        for i, job in enumerate(jobs):
+            before = state.summaries.get(job.shown)
+            view = state.index.view_for(before) if before is not None and job.settings.project_analysis else None
+            jobs[i] = replace(job, project=replace(job.project, view=view or None))
+            checked_with.append(view.digest() if view else "")
+        results = _check_all(jobs, check, cache, workers, progress)
+        _look_again(jobs, results, lambda: state.index, check, cache, workers, progress, checked_with)
+        return _fixed(jobs, results, mode, workers, progress)
     index_only = _package_files(work, paths, resolver, cwd, run.walked_folders)
     run.read_files += [os.fspath(job.path) for job in index_only]
-    jobs = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]])
-    check = Mode(debug=mode.debug)
-    snapshot_key, package_key = _snapshot_keys(jobs, len(work), cache)
+    jobs, declarations = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]])
+    snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
-    package = cache.get(package_key, PackageSnapshot) if cache is not None and package_key and snapshot is None else None
     if snapshot is not None:
         # The same files as a run that ended with this index: only the checked files' views are needed.
         jobs = jobs[: len(work)]
@@ -215,42 +239,56 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
             summary = snapshot.summaries.get(job.shown)
             view = snapshot.index.view_for(summary) if summary is not None and job.settings.project_analysis else None
             jobs[i] = replace(job, project=replace(job.project, view=view or None))
-    elif package is not None:
-        # Only checked files changed since a run over the same files: the others' facts stand.
-        jobs = jobs[: len(work)]
+        index = snapshot.index
     results = _check_all(jobs, check, cache, workers, progress)
     if snapshot is None:
-        others = list(package.summaries.values()) if package is not None else []
-        checked_with = ["" for _ in jobs]  # the digest of the view each result was checked with
-        for _ in range(MAX_PROJECT_ROUNDS):
-            index = _index_of(results, others)
-            again: list[int] = []
-            for i, item in enumerate(results):
-                summary = item.result.summary if item is not None else None
-                if summary is None or not jobs[i].settings.project_analysis:
-                    continue
-                view = index.view_for(summary)
-                digest = view.digest() if view else ""
-                if digest != checked_with[i]:
-                    jobs[i] = replace(jobs[i], project=replace(jobs[i].project, view=view if view else None))
-                    checked_with[i] = digest
-                    again.append(i)
-            if not again:
-                break
-            redone = _check_all([jobs[i] for i in again], check, cache, workers, progress)
-            for i, item in zip(again, redone):
-                results[i] = item
-        else:
-            index = _index_of(results, others)
-        if cache is not None and snapshot_key and package is None:
+        index = _look_again(jobs, results, lambda: _index_of(results), check, cache, workers, progress)
+        if cache is not None and snapshot_key:
             summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
                          if item is not None and item.result.summary is not None}
-            cache.put(snapshot_key, ProjectSnapshot(*index.snapshot(summaries)))
-            if package_key and len(jobs) > len(work):
-                # What a file needs from others is asked only of checked files: not kept for these.
-                cache.put(package_key, PackageSnapshot({job.shown: replace(summaries[job.shown], needs=Needs())
-                                                        for job in jobs[len(work):] if job.shown in summaries}))
-    results = results[: len(work)]
+            snapshot = ProjectSnapshot(*index.snapshot(summaries))
+            cache.put(snapshot_key, snapshot)
+    if state_keys and snapshot is not None:
+        indexed = frozenset(os.path.abspath(job.path) for job in [*work, *index_only])
+        saved = PackageState(indexed, inputs_of((), indexed), _listings(run.walked_folders), snapshot.index,
+                             {module: found for module, found in declarations.items() if any(found)},
+                             snapshot.summaries)
+        if not any(sig is not None and sig[0] > started - RACY_NS for sig in saved.files.values()):
+            for key in state_keys:  # unless a file changed too recently for its stat to tell (replay.RACY_NS)
+                cache.put(key, saved)
+    return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress)
+
+
+def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check: Mode, cache: Cache | None,
+                workers: int, progress: bool, checked_with: list[str] | None = None) -> ProjectIndex:
+    """Check again, with its view of `index_now()` (asked each round), each file whose view
+    changed, for at most MAX_PROJECT_ROUNDS rounds; `results` are updated in place. Returns
+    the last index. `checked_with`: the digest of the view each result was checked with
+    (default: none)."""
+    checked_with = checked_with or ["" for _ in jobs]
+    for _ in range(MAX_PROJECT_ROUNDS):
+        index = index_now()
+        again: list[int] = []
+        for i, item in enumerate(results):
+            summary = item.result.summary if item is not None else None
+            if summary is None or not jobs[i].settings.project_analysis:
+                continue
+            view = index.view_for(summary)
+            digest = view.digest() if view else ""
+            if digest != checked_with[i]:
+                jobs[i] = replace(jobs[i], project=replace(jobs[i].project, view=view if view else None))
+                checked_with[i] = digest
+                again.append(i)
+        if not again:
+            return index
+        redone = _check_all([jobs[i] for i in again], check, cache, workers, progress)
+        for i, item in zip(again, redone):
+            results[i] = item
+    return index_now()
+
+
+def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: bool) -> list[FileFix | None]:
+    """With --fix/--diff: the files whose findings have fixes to apply, fixed with their views."""
     if mode.fix:
         fixable = [i for i, item in enumerate(results)
                    if item is not None and _has_fixes(item.result.findings, jobs[i].settings, mode)]
@@ -260,8 +298,34 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     return results
 
 
-def _index_of(results: list[FileFix | None], others: list = ()) -> ProjectIndex:
-    return ProjectIndex([*(item.result.summary for item in results if item is not None and item.result.summary), *others])
+def _listings(folders: set[str]) -> dict[str, tuple[str, ...]]:
+    found = {}
+    for folder in folders:
+        try:
+            found[folder] = tuple(sorted(os.listdir(folder)))
+        except OSError:
+            continue
+    return found
+
+
+def _state_keys(cache: Cache, work: list[Job], cwd: Path) -> list[str]:
+    """The keys of the package state of the packages these files belong to, run from `cwd` with
+    these settings: the key of all of them, then, when they are several (a tree holding a
+    vendored package), that of each alone, which a run over files of one of them asks for
+    (none: nothing to keep, as when no file lies in a package)."""
+    roots = sorted({os.fspath(root) for job in work
+                    if job.settings.project_analysis and (root := package_root(job.path)) is not None})
+    settings = sorted({job.settings.cache_key() for job in work})
+
+    def key(some: list[str]) -> str:
+        names = "\0".join([os.fspath(cwd), *some, "\0", *settings])
+        return cache.key(names.encode("utf-8", "surrogateescape"), "", work[0].settings, "package-state")
+
+    return [key(roots), *(key([root]) for root in roots)] if len(roots) > 1 else [key(roots)] if roots else []
+
+
+def _index_of(results: list[FileFix | None]) -> ProjectIndex:
+    return ProjectIndex([item.result.summary for item in results if item is not None and item.result.summary])
 
 
 def _entry_key(cache: Cache, job: Job, data: bytes) -> str:
@@ -270,37 +334,30 @@ def _entry_key(cache: Cache, job: Job, data: bytes) -> str:
     return cache.key(data, job.shown, job.settings, f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
 
 
-def _snapshot_keys(jobs: list[Job], checked: int, cache: Cache | None) -> tuple[str | None, str | None]:
-    """The keys of the snapshots of a run over these files, the first `checked` of them checked,
-    the others indexed (None: no cache, or a file that cannot be read, which its check reports):
-    the project snapshot, for exactly these files with these bytes, and the package snapshot,
-    for the indexed files with these bytes beside checked files of these names, whatever
-    their bytes."""
+def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
+    """The key of the project snapshot of a run over exactly these files with these bytes (None:
+    no cache, or a file that cannot be read, which its check reports)."""
     if cache is None:
-        return None, None
-    keys: dict[str, str] = {}
-    for job in jobs:
-        try:
-            keys[job.shown] = _entry_key(cache, job, job.path.read_bytes())
-        except OSError:
-            return None, None
+        return None
     project = hashlib.sha256(b"project-snapshot")
-    package = hashlib.sha256(b"package-snapshot")
-    names = {job.shown for job in jobs[:checked]}
-    for shown in sorted(names):
-        package.update(shown.encode() + b"\0")
-    for shown, key in sorted(keys.items()):
-        project.update(key.encode())
-        if shown not in names:
-            package.update(key.encode())
-    return project.hexdigest(), package.hexdigest() if len(jobs) > checked else None
+    for job in sorted(jobs, key=lambda job: job.shown):
+        try:
+            project.update(_entry_key(cache, job, job.path.read_bytes()).encode())
+        except OSError:
+            return None
+    return project.hexdigest()
 
 
-def _with_host_fields(jobs: list[Job]) -> list[Job]:
+Declarations = tuple[frozenset[str], frozenset[str]]  # project.field_declarations
+
+
+def _with_host_fields(jobs: list[Job], elsewhere: dict[str, Declarations] | None = None
+                      ) -> tuple[list[Job], dict[str, Declarations]]:
     """The jobs, each file that handles multimodal inputs told which of them stay on the CPU:
     those that every declaration in the project keeps there, and those its own file keeps there
-    (synclint.project.field_declarations)."""
-    declared: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+    (synclint.project.field_declarations); with the declarations of each module. `elsewhere`
+    adds those of modules not among the jobs (a package state's)."""
+    declared: dict[int, Declarations] = {}
     multimodal: dict[int, bytes] = {}
     for i, job in enumerate(jobs):
         if job.settings.project_analysis:
@@ -311,18 +368,22 @@ def _with_host_fields(jobs: list[Job]) -> list[Job]:
             declared[i] = field_declarations(data)
             if any(word in data for word in _MULTIMODAL):
                 multimodal[i] = data
-    everywhere = host_field_names(declared.values())
-    by_module = {job.project.module: i for i, job in enumerate(jobs) if job.project.module}
+    by_module = dict(elsewhere or {})
+    for i, job in enumerate(jobs):
+        if job.project.module and i in declared:
+            by_module[job.project.module] = declared[i]
+    unplaced = [found for i, found in declared.items() if not jobs[i].project.module]
+    everywhere = host_field_names([*by_module.values(), *unplaced])
     placed = []
     for i, job in enumerate(jobs):
         fields: frozenset[str] = frozenset()
         if i in multimodal:
             # Its own declarations, and those of the project modules it imports (a model's processor).
-            near = [declared[i], *(declared[k] for m in sorted(imported_modules(multimodal[i], job.project.package))
-                                   if (k := by_module.get(m)) is not None and k != i and k in declared)]
+            near = [declared[i], *(by_module[m] for m in sorted(imported_modules(multimodal[i], job.project.package))
+                                   if m in by_module and m != job.project.module)]
             fields = everywhere | host_field_names(near)
         placed.append(replace(job, project=replace(job.project, host_fields=fields)) if fields else job)
-    return placed
+    return placed, by_module
 
 
 _MULTIMODAL = (b"ultimodal", b"ultiModal", b"ulti_modal", b"ULTIMODAL", b"ULTI_MODAL")  # (m|M)ultimodal, ...

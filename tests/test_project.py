@@ -609,3 +609,41 @@ def test_a_file_is_looked_at_again_only_for_facts_that_can_change_its_findings(t
     assert views["through_own"].functions["app.helpers.count"].chain is not None
     assert views["value"].functions["app.helpers.make"].returns.on_device
     assert "table" in views["named"].class_attrs["app.helpers.Base"]
+
+
+def test_after_a_run_over_the_package_an_edited_file_is_checked_without_reading_the_others(tmp_path, monkeypatch):
+    # Pre-commit after an edit: the package state a whole run left answers for the unchanged
+    # files (a stat each), so only the edited file is read, and the findings are a full run's.
+    import os
+    import time
+    from pathlib import Path
+
+    import synclint.runner as runner
+    from synclint.cache import Cache
+    from synclint.config import SettingsResolver
+
+    make_package(tmp_path, {"helpers.py": HELPERS, "step.py": STEP, "other.py": STEP.replace("step(", "other(")})
+    old = time.time() - 60  # not "racily clean": a stat can tell an edit from these files
+    for path in (tmp_path / "app").rglob("*.py"):
+        os.utime(path, (old, old))
+    monkeypatch.chdir(tmp_path)
+    cache = Cache(tmp_path / "cache")
+    resolver = SettingsResolver(None, {}, tmp_path)
+
+    def run(*paths):
+        return runner.run_paths([Path(p) for p in paths], resolver, runner.Mode(), jobs=1, cwd=tmp_path, cache=cache)
+
+    assert [f.code for f in run("app").findings] == ["SYNC107"]  # the helper's own sync
+    walks = []
+    walk = runner._package_files
+    monkeypatch.setattr(runner, "_package_files", lambda *args: walks.append(args) or walk(*args))
+    step = tmp_path / "app" / "step.py"
+    step.write_text(step.read_text().replace("same(n)", "count(n)"))  # now a call that syncs, in a loop
+    edited = run("app/step.py")
+    assert [(f.code, f.location.row) for f in edited.findings] == [("SYNC112", 8)]
+    assert walks == []  # the package was not walked, nor its other files read
+    # An edit of a file not checked makes the state stale: the package is indexed again.
+    helpers = tmp_path / "app" / "helpers.py"
+    helpers.write_text(helpers.read_text().replace('int(torch.ones(n, device="cuda").sum().item())', "n"))
+    assert run("app/step.py").findings == []
+    assert len(walks) == 1
