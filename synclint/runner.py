@@ -203,9 +203,9 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     With --fix/--diff, the files whose findings have fixes to apply are then fixed, with
     their views. Every step goes through the cache; a second look is keyed by its view.
 
-    A run over some files of a package keeps what it learnt of the rest (cache.PackageState):
-    the next run over the same files, while no other file or folder of the package changed,
-    checks only them, against the other files' facts as that run left them.
+    A run keeps what it learnt of the packages of its files (cache.PackageState): a later run
+    over some of their files, while no other file or folder of them changed, checks only those,
+    against the other files' facts as that run left them.
     """
     started = time.time_ns()
     check = Mode(debug=mode.debug)
@@ -218,12 +218,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         run.walked_folders.update(state.folders)
         jobs, _ = _with_host_fields([_placed(job) for job in work], state.declarations)
         # Each file starts with the view its summary had then: an edit seldom changes what it uses.
-        checked_with = []
-        for i, job in enumerate(jobs):
-            before = state.summaries.get(job.shown)
-            view = state.index.view_for(before) if before is not None and job.settings.project_analysis else None
-            jobs[i] = replace(job, project=replace(job.project, view=view or None))
-            checked_with.append(view.digest() if view else "")
+        checked_with = _with_views(jobs, state.index, state.summaries)
         results = _check_all(jobs, check, cache, workers, progress)
         _look_again(jobs, results, lambda: state.index, check, cache, workers, progress, checked_with)
         return _fixed(jobs, results, mode, workers, progress)
@@ -235,11 +230,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     if snapshot is not None:
         # The same files as a run that ended with this index: only the checked files' views are needed.
         jobs = jobs[: len(work)]
-        for i, job in enumerate(jobs):
-            summary = snapshot.summaries.get(job.shown)
-            view = snapshot.index.view_for(summary) if summary is not None and job.settings.project_analysis else None
-            jobs[i] = replace(job, project=replace(job.project, view=view or None))
-        index = snapshot.index
+        _with_views(jobs, snapshot.index, snapshot.summaries)
     results = _check_all(jobs, check, cache, workers, progress)
     if snapshot is None:
         index = _look_again(jobs, results, lambda: _index_of(results), check, cache, workers, progress)
@@ -257,6 +248,18 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
             for key in state_keys:  # unless a file changed too recently for its stat to tell (replay.RACY_NS)
                 cache.put(key, saved)
     return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress)
+
+
+def _with_views(jobs: list[Job], index: ProjectIndex, summaries: dict) -> list[str]:
+    """Give each job (in place) its view of `index`, asked for the summary `summaries` holds of
+    its file; the digests of the views ("" where none)."""
+    digests = []
+    for i, job in enumerate(jobs):
+        summary = summaries.get(job.shown)
+        view = index.view_for(summary) if summary is not None and job.settings.project_analysis else None
+        jobs[i] = replace(job, project=replace(job.project, view=view or None))
+        digests.append(view.digest() if view else "")
+    return digests
 
 
 def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check: Mode, cache: Cache | None,
