@@ -586,9 +586,7 @@ class DeviceModel:
                 return None  # the default, or through *args
             where = Evaluator(self, scope, self.facts(scope).env_before.get(id(stmt), {})).eval(arg)
             named_host = where.place is Place.HOST and "by its name" in (where.because or "")
-            if not named_host and (where.place is not Place.HOST_TENSOR or not (
-                where.confidence is Confidence.HIGH or any(word in (where.because or "") for word in _SURE_HOST)
-            )):
+            if not named_host and not is_sure_host(where):
                 # A Python value where a tensor is annotated says nothing sure (but a value named
                 # for the host, `meta.grid_thw_cpu`, is a host tensor there), nor does a host
                 # tensor on one path and something unknown on another (`return torch.tensor([])`).
@@ -942,6 +940,13 @@ def _host_uses(func: cst.FunctionDef) -> dict[str, str]:
 _SURE_HOST = ("keep_on_cpu", "by its name", "is a host tensor:", "used as a host tensor")
 
 
+def is_sure_host(where: Where) -> bool:
+    """A host tensor the code proves, not one path's guess (`return torch.tensor([])` beside
+    something unknown): made on the CPU, or a host tensor for a reason about the value itself."""
+    return where.place is Place.HOST_TENSOR and (
+        where.confidence is Confidence.HIGH or any(word in (where.because or "") for word in _SURE_HOST))
+
+
 def _registers_buffers(cls: cst.ClassDef) -> bool:
     """Whether a method of `cls` calls `self.register_buffer(...)`: only an nn.Module can."""
     found: list[bool] = []
@@ -1258,7 +1263,9 @@ class FlowWalker:
         params = func.params
         positional = [*params.posonly_params, *params.params]
         host_uses: dict[str, str] | None = None  # found on first need: most functions never ask
-        passed = self.model.view.device_params.get(self.model.function_qualname(func) or "", {})
+        qualname = self.model.function_qualname(func) or ""
+        passed = self.model.view.device_params.get(qualname, {})
+        by_keyword = self.model.view.host_params.get(qualname, {})  # keyword-only: every call names them
         for i, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
             if i == 0 and cls is not None and name in ("self", "cls"):
@@ -1290,7 +1297,8 @@ class FlowWalker:
             if caller is not None and (where is None or where.place is Place.UNKNOWN or (where.on_device and where.confidence < caller.confidence)):
                 # A caller (in this file or another) passes a GPU tensor here.
                 where = Where(Place.DEVICE, min(caller.confidence, Confidence.MEDIUM), caller.because)
-            settled = self.model.host_params.get(id(func), {}).get(name)
+            settled = self.model.host_params.get(id(func), {}).get(name) or (
+                by_keyword.get(name) if param in params.kwonly_params else None)
             if settled is not None and (where is None or not where.on_device or where.confidence < Confidence.HIGH):
                 where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a host tensor: {settled}")
             if where is not None and where.on_device and where.confidence < Confidence.HIGH:

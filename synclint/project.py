@@ -220,6 +220,9 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     needs: Needs = field(default_factory=Needs)
+    # (method or function name, keyword) -> what the file's calls pass there: an example of a
+    # host tensor the code proves (or None), and whether one call passes a proven GPU tensor.
+    keyword_args: dict[tuple[str, str], tuple[str | None, bool]] = field(default_factory=dict)
 
 
 # ---- what the project knows ----------------------------------------------------------------
@@ -277,9 +280,12 @@ class ProjectView:
     properties: dict[str, tuple[PropertyFact, ...]] = field(default_factory=dict)  # syncing, by name
     fields: frozenset[str] = frozenset()  # of the attribute names asked, those some class stores as data
     device_params: dict[str, dict[str, Where]] = field(default_factory=dict)  # own function -> GPU tensors its callers pass
+    # own function -> its keyword-only parameters that every call in the project naming them
+    # fills with a host tensor (vLLM's `embed_input_ids(..., *, is_multimodal=is_mm_embed)`), with why
+    host_params: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.functions or self.class_attrs or self.properties or self.device_params)
+        return bool(self.functions or self.class_attrs or self.properties or self.device_params or self.host_params)
 
     def digest(self) -> str:
         """Changes when any fact in the view changes (the cache keys a second look by it)."""
@@ -294,6 +300,7 @@ class ProjectView:
             sorted(self.properties.items()),
             sorted(self.fields),
             sorted((k, sorted(v.items())) for k, v in self.device_params.items()),
+            sorted((k, sorted(v.items())) for k, v in self.host_params.items()),
         )
         return hashlib.sha256(pickle.dumps(canonical, protocol=4)).hexdigest()
 
@@ -330,9 +337,18 @@ class ProjectIndex:
         self.external = external or EMPTY_VIEW
         self.functions: dict[str, FunctionSummary] = {}
         self.classes: dict[str, ClassSummary] = {}
+        self.host_keywords: dict[tuple[str, str], str] = {}  # (name, keyword) -> a call passing a host tensor
+        on_device: set[tuple[str, str]] = set()
         for summary in summaries:
             self.functions.update(summary.functions)
             self.classes.update(summary.classes)
+            for key, (example, device_seen) in summary.keyword_args.items():
+                if device_seen:
+                    on_device.add(key)
+                elif example is not None:
+                    self.host_keywords.setdefault(key, example)
+        for key in on_device:
+            self.host_keywords.pop(key, None)
         self._resolved: dict[str, str | None] = {}
         self.chains: dict[str, Chain] = {}
         self.returns: dict[str, Where] = {}
@@ -496,8 +512,8 @@ class ProjectIndex:
         # A function with nothing to tell (no chain, no returns) is kept as a name only, which
         # `resolve` still needs (a method overriding one that syncs): a fifth of the pickle.
         nothing = FunctionSummary("", "", 0)
-        kept.functions = {q: replace(f, calls=(), reads=(), returns_calls=(), device_args={})
-                          if q in self.chains or q in self.returns else nothing for q, f in self.functions.items()}
+        slim = {q: replace(f, calls=(), reads=(), returns_calls=(), device_args={}) for q, f in self.functions.items()}
+        kept.functions = {q: f if q in self.chains or q in self.returns else nothing for q, f in slim.items()}
         kept._resolved, kept._attrs = {}, {}
         # The attribute names a view may ask about: syncing properties, and tensors classes keep in `self`.
         attributes = self.property_map().keys() | {name for cls in self.classes.values() for name in cls.attrs}
@@ -508,7 +524,7 @@ class ProjectIndex:
             wanted = summary.needs
             needs = replace(wanted, calls=wanted.calls & meaningful, attributes=wanted.attributes & attributes,
                             chain_calls=wanted.chain_calls & meaningful, value_calls=wanted.value_calls & meaningful)
-            functions = {q: kept.functions.get(q, f) for q, f in summary.functions.items()}
+            functions = {q: slim.get(q, f) for q, f in summary.functions.items()}  # view_for reads their parameters
             small[path] = replace(summary, functions=functions, needs=needs)
         return kept, small
 
@@ -576,9 +592,16 @@ class ProjectIndex:
                 if cls is not None and name not in summary.classes:
                     class_bases[name] = cls.bases
         device_params = {q: self.device_params[q] for q in sorted(summary.functions) if q in self.device_params}
-        if not (functions or class_attrs or properties or device_params):
+        host_params: dict[str, dict[str, str]] = {}
+        for q, func in sorted(summary.functions.items()):
+            name = q.rpartition(".")[2]
+            for param in func.params[func.positional:]:  # keyword-only
+                example = self.host_keywords.get((name, param))
+                if example is not None:
+                    host_params.setdefault(q, {})[param] = f"every call naming it passes a host tensor, like {example}"
+        if not (functions or class_attrs or properties or device_params or host_params):
             return EMPTY_VIEW
-        return ProjectView(functions, class_attrs, class_bases, properties, frozenset(fields), device_params)
+        return ProjectView(functions, class_attrs, class_bases, properties, frozenset(fields), device_params, host_params)
 
 
 def short_name(qualname: str) -> str:

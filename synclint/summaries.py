@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from synclint.devices import DeviceModel, Place, Where, _block, _child_blocks, _is_property, dotted_name
+from synclint.devices import DeviceModel, Place, Where, _block, _child_blocks, _is_property, dotted_name, is_sure_host
 from synclint.model import Confidence
 from synclint.noqa import parse_noqa
 from synclint.patterns import one_line
@@ -38,6 +38,7 @@ class CallRecorder:
         self.generators: set[int] = set()  # id() of functions holding a `yield`
         self.device_args: dict[str, dict[str, dict[int | str, Where]]] = {}  # caller -> callee -> GPU arguments
         self.repeated: set[str] = set()  # callees and reads in a loop or a per-step method
+        self.keyword_args: dict[tuple[str, str], tuple[str | None, bool]] = {}  # see ModuleSummary.keyword_args
         self.valued: set[str] = set()  # callees whose result is used
 
     def owner(self) -> str | None:
@@ -53,6 +54,7 @@ class CallRecorder:
         owner = self.owner()
         if owner is None:
             return
+        self._note_keyword_args(node)
         callee = self.devices.callee_qualname(node.func, self.ctx.scopes[-1])
         if callee is not None:
             self.calls.setdefault(owner, []).append(callee)
@@ -78,6 +80,30 @@ class CallRecorder:
                 text = one_line(self.ctx.module.code_for_node(arg.value), 40)
                 because = f"{short_name(owner)}() passes `{text}` here" + (f" ({where.because})" if where.because else "")
                 passed[key] = Where(Place.DEVICE, where.confidence, because)
+
+    def _note_keyword_args(self, node: cst.Call) -> None:
+        """What this call passes by keyword to a function of the project, or to a method of an
+        object of unknown class (`self.model.embed_input_ids(..., is_multimodal=mask)`): a host
+        tensor the code proves, or a GPU tensor it proves (a library's functions are left out)."""
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if name is None or all(arg.keyword is None for arg in node.args):
+            return
+        qual = self.devices.qualname(func)
+        top = self.ctx.project.module.partition(".")[0]
+        if qual is not None and not (top and qual.startswith(top + ".")):
+            return
+        for arg in node.args:
+            if arg.keyword is None:
+                continue
+            where = self.ctx.where(arg.value)
+            key = (name, arg.keyword.value)
+            example, device_seen = self.keyword_args.get(key, (None, False))
+            if where.on_device and where.confidence is Confidence.HIGH:
+                self.keyword_args[key] = (example, True)
+            elif example is None and is_sure_host(where):
+                text = one_line(self.ctx.module.code_for_node(arg.value), 40)
+                self.keyword_args[key] = (f"`{text}` in {short_name(self.owner() or self.ctx.project.module)}()", device_seen)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if not isinstance(node.value, cst.Name):
@@ -146,6 +172,7 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
     own = summary.functions.keys() | summary.classes.keys()
     calls = {c for f in summary.functions.values() for c in (*f.calls, *f.reads, *f.returns_calls)} - own
     classes = {b for c in summary.classes.values() for b in c.bases} | recorder.classes_named
+    summary.keyword_args = recorder.keyword_args
     summary.needs = Needs(frozenset(calls), frozenset(classes - own), frozenset(_ATTRIBUTE_NAMES.findall(text)),
                           frozenset(_chain_calls(summary, recorder.repeated) & calls),
                           frozenset((recorder.valued | {c for f in summary.functions.values() for c in f.returns_calls})

@@ -647,3 +647,42 @@ def test_after_a_run_over_the_package_an_edited_file_is_checked_without_reading_
     helpers.write_text(helpers.read_text().replace('int(torch.ones(n, device="cuda").sum().item())', "n"))
     assert run("app/step.py").findings == []
     assert len(walks) == 1
+
+
+RUNNER = """
+    import torch
+
+
+    class Runner:
+        def step(self, input_ids: torch.Tensor):
+            mask = torch.zeros(input_ids.shape[0], dtype=torch.bool, device="cpu", pin_memory=True)
+            return self.model.embed_input_ids(input_ids, is_multimodal=mask)
+"""
+
+MODEL = """
+    import torch
+    from torch import nn
+
+
+    class Model(nn.Module):
+        def embed_input_ids(self, input_ids: torch.Tensor, *, is_multimodal: torch.Tensor | None = None):
+            if is_multimodal is not None and is_multimodal.any():
+                return input_ids
+            return super().embed_input_ids(input_ids, is_multimodal=is_multimodal)
+"""
+
+
+def test_a_keyword_only_parameter_every_call_fills_with_a_host_tensor_is_a_host_tensor(tmp_path):
+    # vLLM's model runner passes its pinned CPU mask to every model's
+    # `embed_input_ids(..., *, is_multimodal=...)` through `self.model`, whose class no
+    # annotation names: the calls, by the keyword, tell what the parameter holds.
+    make_package(tmp_path, {"runner.py": RUNNER, "model.py": MODEL})
+    assert run_json("check", "--no-cache", "app", cwd=tmp_path)[1] == []
+    gpu = tmp_path / "app" / "gpu_runner.py"
+    gpu.write_text(textwrap.dedent(RUNNER).replace('device="cpu", pin_memory=True', 'device="cuda"'))
+    found = run_json("check", "--no-cache", "app", cwd=tmp_path)[1]  # one call passes a GPU mask: no longer sure
+    assert [(f["code"], f["filename"], f["location"]["row"]) for f in found] == [("SYNC101", "app/model.py", 7)]
+    gpu.unlink()
+    positional = tmp_path / "app" / "model.py"  # a parameter calls may fill by position says nothing by keyword
+    positional.write_text(textwrap.dedent(MODEL).replace("*, is_multimodal", "is_multimodal"))
+    assert [f["code"] for f in run_json("check", "--no-cache", "app", cwd=tmp_path)[1]] == ["SYNC101"]
