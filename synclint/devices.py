@@ -961,6 +961,35 @@ def _registers_buffers(cls: cst.ClassDef) -> bool:
     return bool(found)
 
 
+class _CallSites(cst.CSTVisitor):
+    """A walk that knows, for each call, its scope and the statement whose facts hold there."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__()
+        self.scopes: list[Scope] = [module]
+        self.statements: list[cst.CSTNode] = []  # the innermost line or compound statement
+
+    def enter(self, node: cst.CSTNode) -> None:
+        self.statements.append(node)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        self.statements.pop()
+
+    visit_SimpleStatementLine = visit_If = visit_For = visit_While = visit_With = visit_Try = enter
+    leave_SimpleStatementLine = leave_If = leave_For = leave_While = leave_With = leave_Try = leave
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.statements.append(node)
+        self.scopes.append(node)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.statements.pop()
+        self.scopes.pop()
+
+    def site(self, call: cst.Call) -> tuple[cst.Call, "Scope", cst.CSTNode]:
+        return call, self.scopes[-1], _small_holding(self.statements[-1], call) if self.statements else call
+
+
 def _private_call_sites(module: cst.Module, names: set[str]) -> list[tuple[cst.FunctionDef, list[tuple[cst.Call, "Scope", cst.CSTNode]]]]:
     """Each private function (`_name`, not `__dunder__`) of the module named in `names` with the calls to it, each
     with its scope and the statement it sits in, when the module only calls it (a function also
@@ -970,44 +999,26 @@ def _private_call_sites(module: cst.Module, names: set[str]) -> list[tuple[cst.F
     calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] = {}
     mentions: dict[str, int] = {}
 
-    class Sites(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.scopes: list[Scope] = [module]
-            self.statements: list[cst.CSTNode] = []  # the innermost line or compound statement
-
-        def enter(self, node: cst.CSTNode) -> None:
-            self.statements.append(node)
-
-        def leave(self, node: cst.CSTNode) -> None:
-            self.statements.pop()
-
-        visit_SimpleStatementLine = visit_If = visit_For = visit_While = visit_With = visit_Try = enter
-        leave_SimpleStatementLine = leave_If = leave_For = leave_While = leave_With = leave_Try = leave
-
+    class Sites(_CallSites):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
             name = node.name.value
             if name in names:
                 defined.setdefault(name, []).append(node)
                 mentions[name] = mentions.get(name, 0) - 1  # its own name is no mention
-            self.statements.append(node)
-            self.scopes.append(node)
-
-        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-            self.statements.pop()
-            self.scopes.pop()
+            super().visit_FunctionDef(node)
 
         def visit_Call(self, node: cst.Call) -> None:
             callee = node.func
             last = callee.value if isinstance(callee, cst.Name) else callee.attr.value if isinstance(callee, cst.Attribute) else None
             if last in names and not any(a.star == "**" or (a.star and not isinstance(a.value, cst.Name)) for a in node.args):
-                calls.setdefault(last, []).append((node, self.scopes[-1], _small_holding(self.statements[-1], node) if self.statements else node))
+                calls.setdefault(last, []).append(self.site(node))
                 mentions[last] = mentions.get(last, 0) - 1  # its callee's name is a mention
 
         def visit_Name(self, node: cst.Name) -> None:
             if node.value in names:
                 mentions[node.value] = mentions.get(node.value, 0) + 1
 
-    walk(module, Sites())
+    walk(module, Sites(module))
     sites = []
     for name, funcs in defined.items():
         # Every mention of the name is a call.
@@ -1052,29 +1063,11 @@ def _submodule_call_sites(module: cst.Module, forwards: dict[str, cst.FunctionDe
     calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] = {}
     other_uses: set[str] = set()
 
-    class Sites(cst.CSTVisitor):
+    class Sites(_CallSites):
         def __init__(self) -> None:
-            self.scopes: list[Scope] = [module]
-            self.statements: list[cst.CSTNode] = []
+            super().__init__(module)
             self.targets: set[int] = set()  # id() of `self.x` nodes being assigned
             self.callees: set[int] = set()  # id() of `self.x` nodes being called
-
-        def enter(self, node: cst.CSTNode) -> None:
-            self.statements.append(node)
-
-        def leave(self, node: cst.CSTNode) -> None:
-            self.statements.pop()
-
-        visit_SimpleStatementLine = visit_If = visit_For = visit_While = visit_With = visit_Try = enter
-        leave_SimpleStatementLine = leave_If = leave_For = leave_While = leave_With = leave_Try = leave
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            self.statements.append(node)
-            self.scopes.append(node)
-
-        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-            self.statements.pop()
-            self.scopes.pop()
 
         def visit_Assign(self, node: cst.Assign) -> None:
             value = node.value
@@ -1095,8 +1088,7 @@ def _submodule_call_sites(module: cst.Module, forwards: dict[str, cst.FunctionDe
             attr = _self_attribute(node.func)
             if attr is not None and not any(a.star for a in node.args):
                 self.callees.add(id(node.func))
-                statement = _small_holding(self.statements[-1], node) if self.statements else node
-                calls.setdefault(attr, []).append((node, self.scopes[-1], statement))
+                calls.setdefault(attr, []).append(self.site(node))
 
         def visit_Attribute(self, node: cst.Attribute) -> None:
             attr = _self_attribute(node)
