@@ -524,7 +524,9 @@ class ProjectIndex:
             wanted = summary.needs
             needs = replace(wanted, calls=wanted.calls & meaningful, attributes=wanted.attributes & attributes,
                             chain_calls=wanted.chain_calls & meaningful, value_calls=wanted.value_calls & meaningful)
-            functions = {q: slim.get(q, f) for q, f in summary.functions.items()}  # view_for reads their parameters
+            # view_for reads a summary's function names, and the keyword-only parameters.
+            functions = {q: replace(nothing, params=f.params[f.positional:]) if len(f.params) > f.positional else nothing
+                         for q, f in summary.functions.items()}
             small[path] = replace(summary, functions=functions, needs=needs)
         return kept, small
 

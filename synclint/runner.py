@@ -210,7 +210,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     started = time.time_ns()
     check = Mode(debug=mode.debug)
     state_keys = _state_keys(cache, work, cwd) if cache is not None else []
-    state = cache.get(state_keys[0], PackageState) if state_keys else None
+    state = cache.get(state_keys[0], PackageState) if len(state_keys) == 1 else None
     checked = {os.path.abspath(job.path) for job in work}
     if state is not None and checked < state.package_files and state.is_current(checked):
         # Some files of the package, the rest as the last run saw them (pre-commit after an edit).
@@ -312,19 +312,17 @@ def _listings(folders: set[str]) -> dict[str, tuple[str, ...]]:
 
 
 def _state_keys(cache: Cache, work: list[Job], cwd: Path) -> list[str]:
-    """The keys of the package state of the packages these files belong to, run from `cwd` with
-    these settings: the key of all of them, then, when they are several (a tree holding a
-    vendored package), that of each alone, which a run over files of one of them asks for
-    (none: nothing to keep, as when no file lies in a package)."""
+    """The keys of the package state, one per package these files belong to (a tree may hold a
+    vendored package beside its own), run from `cwd` with these settings; a run over files of
+    one package asks for its key (none: nothing to keep, as when no file lies in a package)."""
     roots = sorted({os.fspath(root) for job in work
                     if job.settings.project_analysis and (root := package_root(job.path)) is not None})
     settings = sorted({job.settings.cache_key() for job in work})
-
-    def key(some: list[str]) -> str:
-        names = "\0".join([os.fspath(cwd), *some, "\0", *settings])
-        return cache.key(names.encode("utf-8", "surrogateescape"), "", work[0].settings, "package-state")
-
-    return [key(roots), *(key([root]) for root in roots)] if len(roots) > 1 else [key(roots)] if roots else []
+    keys = []
+    for root in roots:
+        names = "\0".join([os.fspath(cwd), root, "\0", *settings])
+        keys.append(cache.key(names.encode("utf-8", "surrogateescape"), "", work[0].settings, "package-state"))
+    return keys
 
 
 def _index_of(results: list[FileFix | None]) -> ProjectIndex:

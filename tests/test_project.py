@@ -678,6 +678,10 @@ def test_a_keyword_only_parameter_every_call_fills_with_a_host_tensor_is_a_host_
     # annotation names: the calls, by the keyword, tell what the parameter holds.
     make_package(tmp_path, {"runner.py": RUNNER, "model.py": MODEL})
     assert run_json("check", "--no-cache", "app", cwd=tmp_path)[1] == []
+    cache = ["--cache-dir", str(tmp_path / "cache")]  # and from what a run keeps: the same
+    assert run_json("check", *cache, "app", cwd=tmp_path)[1] == []
+    assert run_json("check", *cache, "app", cwd=tmp_path)[1] == []
+    assert run_json("check", *cache, "app/model.py", cwd=tmp_path)[1] == []
     gpu = tmp_path / "app" / "gpu_runner.py"
     gpu.write_text(textwrap.dedent(RUNNER).replace('device="cpu", pin_memory=True', 'device="cuda"'))
     found = run_json("check", "--no-cache", "app", cwd=tmp_path)[1]  # one call passes a GPU mask: no longer sure
