@@ -506,11 +506,12 @@ class ProjectIndex:
     def snapshot(self, summaries: dict[str, ModuleSummary]) -> tuple["ProjectIndex", dict[str, ModuleSummary]]:
         """This solved index and the summaries, without what only solving needed (calls, reads)
         and with each file's needs cut to the names that carry a fact: what `view_for` reads.
-        Used to start the next run over the same files (synclint.cache.ProjectSnapshot)."""
+        Used to start the next run over the same files (synclint.cache.ProjectSnapshot), or over
+        some of them (synclint.cache.PackageState)."""
         kept = copy.copy(self)
         kept._properties, kept._fields = self.property_map(), self._plain_fields()
         # A function with nothing to tell (no chain, no returns) is kept as a name only, which
-        # `resolve` still needs (a method overriding one that syncs): a fifth of the pickle.
+        # `resolve` still needs (a method overriding one that syncs).
         nothing = FunctionSummary("", "", 0)
         slim = {q: replace(f, calls=(), reads=(), returns_calls=(), device_args={}) for q, f in self.functions.items()}
         kept.functions = {q: f if q in self.chains or q in self.returns else nothing for q, f in slim.items()}
