@@ -160,15 +160,17 @@ class FileContext:
             return "init"
         if self.loop_depth[-1] > 0:
             return "loop"
-        if names and any(fnmatch.fnmatchcase(names[-1], pat) for pat in STEP_FUNCTIONS):
+        if self._in_step_function():
             return "step"
         return "code"
 
     def may_repeat(self) -> bool:
         """Whether code here may run many times: in a loop or in a per-step method (a cheap
         superset of the `loop` and `step` contexts, asked of every call)."""
-        if self.loop_depth[-1] > 0:
-            return True
+        return self.loop_depth[-1] > 0 or self._in_step_function()
+
+    def _in_step_function(self) -> bool:
+        """Whether the innermost function is named as a per-step method (STEP_FUNCTIONS)."""
         scope = self.scopes[-1]
         if not isinstance(scope, cst.FunctionDef):
             return False

@@ -54,23 +54,30 @@ class CallRecorder:
         owner = self.owner()
         if owner is None:
             return
-        self._note_keyword_args(node)
+        wheres: dict[int, Where] = {}  # each argument evaluated once, for both notes
+
+        def where_of(arg: cst.Arg) -> Where:
+            if id(arg) not in wheres:
+                wheres[id(arg)] = self.ctx.where(arg.value)
+            return wheres[id(arg)]
+
+        self._note_keyword_args(node, where_of)
         callee = self.devices.callee_qualname(node.func, self.ctx.scopes[-1])
         if callee is not None:
             self.calls.setdefault(owner, []).append(callee)
-            self._note_device_args(owner, callee, node)
+            self._note_device_args(owner, callee, node, where_of)
             if self.ctx.may_repeat():
                 self.repeated.add(callee)
             statement = self.ctx.statements[-1] if self.ctx.statements else None
             if not (isinstance(statement, cst.Expr) and statement.value is node):
                 self.valued.add(callee)
 
-    def _note_device_args(self, owner: str, callee: str, node: cst.Call) -> None:
+    def _note_device_args(self, owner: str, callee: str, node: cst.Call, where_of) -> None:
         """The GPU tensors this call passes: the callee's parameters learn where they live from them."""
         for position, arg in enumerate(node.args):
             if arg.star:
                 return  # positions after `*args` are unknown
-            where = self.ctx.where(arg.value)
+            where = where_of(arg)
             if not where.on_device or where.confidence < Confidence.MEDIUM:
                 continue
             key: int | str = arg.keyword.value if arg.keyword is not None else position
@@ -81,7 +88,7 @@ class CallRecorder:
                 because = f"{short_name(owner)}() passes `{text}` here" + (f" ({where.because})" if where.because else "")
                 passed[key] = Where(Place.DEVICE, where.confidence, because)
 
-    def _note_keyword_args(self, node: cst.Call) -> None:
+    def _note_keyword_args(self, node: cst.Call, where_of) -> None:
         """What this call passes by keyword to a function of the project, or to a method of an
         object of unknown class (`self.model.embed_input_ids(..., is_multimodal=mask)`): a host
         tensor the code proves, or a GPU tensor it proves (a library's functions are left out)."""
@@ -96,7 +103,7 @@ class CallRecorder:
         for arg in node.args:
             if arg.keyword is None:
                 continue
-            where = self.ctx.where(arg.value)
+            where = where_of(arg)
             key = (name, arg.keyword.value)
             example, device_seen = self.keyword_args.get(key, (None, False))
             if where.on_device and where.confidence is Confidence.HIGH:
