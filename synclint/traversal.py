@@ -8,9 +8,9 @@ comma and parenthesis as a node. `walk` makes the same `on_visit`/`on_leave` cal
 node and field takes 123 s with it against 356 s with `node.visit`; a visitor of content nodes,
 as rules write them, also skips the trivia):
 
-* the order of a node's children is libcst's own: read once per node class from the source of
-  its `_visit_and_replace_children` (the `visit_*(self, "field", ...)` calls, in source order);
-  where that source cannot be read, libcst itself visits that node's children;
+* the order of a node's children is libcst's own: read once per node class from the code of
+  its `_visit_and_replace_children` (the field names its `visit_*(self, "field", ...)` calls
+  pass, in source order); where that cannot be read, libcst itself visits the node's children;
 * the punctuation and whitespace nodes (`TRIVIA`) are skipped unless the visitor has a
   `visit_`/`leave_` method for one of them, or overrides `on_visit`/`on_leave` without saying
   (with `walks_trivia = False`) that it does not look at them;
@@ -23,9 +23,8 @@ as rules write them, also skips the trivia):
 
 from __future__ import annotations
 
-import ast
+import dataclasses
 import inspect
-import textwrap
 import types
 import typing
 from collections.abc import Mapping
@@ -66,27 +65,19 @@ def _children_order(cls: type) -> tuple[tuple[str, bool], ...] | None:
         return _ORDERS[cls]
     try:
         order = _read_order(cls)
-    except (OSError, TypeError, SyntaxError, NameError, AttributeError):
+    except (StopIteration, TypeError, NameError, AttributeError):
         order = None
     _ORDERS[cls] = order
     return order
 
 
 def _read_order(cls: type) -> tuple[tuple[str, bool], ...]:
+    # The field names `_visit_and_replace_children` passes (`visit_sequence(self, "lpar", ...)`)
+    # are constants of its code, which the compiler numbers in source order, each once.
     owner = next(c for c in cls.__mro__ if "_visit_and_replace_children" in vars(c))
-    tree = ast.parse(textwrap.dedent(inspect.getsource(vars(owner)["_visit_and_replace_children"])))
-    calls = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id.startswith("visit_")
-        and len(node.args) >= 2
-        and isinstance(node.args[1], ast.Constant)
-        and isinstance(node.args[1].value, str)
-    ]
-    calls.sort(key=lambda call: (call.lineno, call.col_offset))
-    fields = list(dict.fromkeys(call.args[1].value for call in calls))  # ImportFrom names `names` twice
+    code = vars(owner)["_visit_and_replace_children"].__code__
+    names = {f.name for f in dataclasses.fields(cls)}
+    fields = [const for const in code.co_consts if isinstance(const, str) and const in names]
     hints = typing.get_type_hints(cls)
     return tuple((name, _is_trivia_type(hints.get(name))) for name in fields)
 
