@@ -10,6 +10,7 @@ Switching branches back and forth hits the cache both ways. `synclint clean` rem
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -20,7 +21,7 @@ from pathlib import Path
 from synclint import __version__
 
 DEFAULT_DIR = ".synclint_cache"
-FORMAT = 3  # bump when the pickled content changes shape
+FORMAT = 4  # bump when the pickled content changes shape
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,31 @@ def code_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:
     return digest.hexdigest()
 
 
+def load_pickle(handle):
+    """`pickle.load`, with the cycle collector paused: unpickling a package state makes tens of
+    thousands of objects, each allocation counting towards a collection that finds nothing
+    (a third of the load time)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return pickle.load(handle)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class Packed:
+    """A mapping whose values are kept pickled, each unpickled when asked for: a run over one
+    file of a package (pre-commit) reads that file's summary, not the thousands beside it."""
+
+    def __init__(self, values: dict) -> None:
+        self._pickled = {key: pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL) for key, value in values.items()}
+
+    def get(self, key, default=None):
+        data = self._pickled.get(key)
+        return default if data is None else pickle.loads(data)
+
+
 @dataclass(frozen=True)
 class ProjectSnapshot:
     """The project index a run ended with, keyed by every indexed file's entry key: a run over
@@ -56,7 +82,7 @@ class ProjectSnapshot:
     file's entry."""
 
     index: object  # synclint.project.ProjectIndex
-    summaries: dict  # shown path -> ModuleSummary
+    summaries: Packed  # shown path -> ModuleSummary
 
 
 @dataclass(frozen=True)
@@ -72,7 +98,7 @@ class PackageState:
     folders: dict  # walked folder -> its entry names: a file added, removed or renamed makes the state stale
     index: object  # synclint.project.ProjectIndex, solved over every file of the run (ProjectIndex.snapshot)
     declarations: dict  # module -> project.field_declarations, of the modules that declare any
-    summaries: dict  # shown path -> ModuleSummary (ProjectIndex.snapshot's)
+    summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's)
 
     def is_current(self, checked: set[str]) -> bool:
         """Whether every file but the `checked` ones, and every folder, is as the run saw it."""
@@ -115,7 +141,7 @@ class Cache:
         """The entry stored under `key` if it is a `kind` (an `Entry`, or a `ProjectSnapshot`)."""
         try:
             with open(self._path(key), "rb") as handle:
-                entry = pickle.load(handle)
+                entry = load_pickle(handle)
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
             return None  # missing, or written by another version: a miss
         return entry if isinstance(entry, kind) else None

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from synclint.model import Confidence
+from synclint.model import Confidence, pickled_by_fields
 from synclint.traversal import walk
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ class Place(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
+@pickled_by_fields
 @dataclass(frozen=True)
 class Where:
     place: Place

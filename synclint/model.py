@@ -7,7 +7,20 @@ move these objects around cheaply (they pickle and serialise to JSON).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+
+
+def pickled_by_fields(cls):
+    """Pickle instances of the dataclass `cls` as its class and its field values in order, rebuilt
+    by calling it. The default pickles each instance's `__dict__`, names and all: a package
+    state (synclint.cache) holds tens of thousands of these, and unpickles in half the time."""
+    names = tuple(f.name for f in fields(cls))
+
+    def __reduce__(self):
+        return cls, tuple(getattr(self, name) for name in names)
+
+    cls.__reduce__ = __reduce__
+    return cls
 
 
 class Confidence(enum.IntEnum):
@@ -39,12 +52,14 @@ class Applicability(str, enum.Enum):
     UNSAFE = "unsafe"
 
 
+@pickled_by_fields
 @dataclass(frozen=True)
 class Location:
     row: int  # 1-based
     column: int  # 1-based, in characters, as ruff reports it
 
 
+@pickled_by_fields
 @dataclass(frozen=True)
 class Edit:
     """Replace the text between two locations (end exclusive) by `content`."""
@@ -54,6 +69,7 @@ class Edit:
     end_location: Location
 
 
+@pickled_by_fields
 @dataclass(frozen=True)
 class Fix:
     applicability: Applicability
@@ -62,6 +78,7 @@ class Fix:
     imports: tuple[str, ...] = ()  # import statements the fixed code needs ("import torch")
 
 
+@pickled_by_fields
 @dataclass(frozen=True)
 class Finding:
     code: str

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from synclint.devices import Place, Where, join
-from synclint.model import Confidence
+from synclint.model import Confidence, pickled_by_fields
 
 
 # ---- where a file sits in the project ----------------------------------------------------
@@ -159,6 +159,7 @@ def host_field_names(declarations: Iterable[tuple[frozenset[str], frozenset[str]
 # ---- what one file says about itself -----------------------------------------------------
 
 
+@pickled_by_fields
 @dataclass(frozen=True)
 class SyncSite:
     """A place where a function makes the host wait, as a rule reported it."""
@@ -171,6 +172,7 @@ class SyncSite:
     once: str | None = None  # the test of the memoizing `if` it sits under (`self._t is None`), if any
 
 
+@pickled_by_fields
 @dataclass
 class FunctionSummary:
     qualname: str  # "pkg.mod.func", "pkg.mod.Class.method"
@@ -189,6 +191,7 @@ class FunctionSummary:
     weak_params: frozenset[str] = frozenset()  # parameters a caller's GPU tensor would make surer
 
 
+@pickled_by_fields
 @dataclass
 class ClassSummary:
     qualname: str
@@ -199,6 +202,7 @@ class ClassSummary:
     fields: frozenset[str] = frozenset()  # attributes stored as plain data (not properties)
 
 
+@pickled_by_fields
 @dataclass(frozen=True)
 class Needs:
     """The names a file uses that other files may define: what its view is made of."""
@@ -213,6 +217,7 @@ class Needs:
     value_calls: frozenset[str] = frozenset()
 
 
+@pickled_by_fields
 @dataclass
 class ModuleSummary:
     module: str
@@ -228,6 +233,7 @@ class ModuleSummary:
 # ---- what the project knows ----------------------------------------------------------------
 
 
+@pickled_by_fields
 @dataclass(frozen=True)
 class Chain:
     """How calling a function makes the host wait: the functions down to the sync, then the sync."""
@@ -247,6 +253,7 @@ class Chain:
         return Chain((qualname, *self.steps), self.site, self.confidence)
 
 
+@pickled_by_fields
 @dataclass(frozen=True)
 class FunctionFact:
     qualname: str  # the function a name resolved to
@@ -258,6 +265,7 @@ class FunctionFact:
     deprecated: str | None = None
 
 
+@pickled_by_fields
 @dataclass(frozen=True)
 class PropertyFact:
     """A property whose getter makes the host wait."""
@@ -510,11 +518,13 @@ class ProjectIndex:
         some of them (synclint.cache.PackageState)."""
         kept = copy.copy(self)
         kept._properties, kept._fields = self.property_map(), self._plain_fields()
-        # A function with nothing to tell (no chain, no returns) is kept as a name only, which
-        # `resolve` still needs (a method overriding one that syncs).
+        # A function keeps what `fact` reads; one with nothing to tell (no chain, no returns) is
+        # kept as a name only, which `resolve` still needs (a method overriding one that syncs).
+        # Classes keep their bases and `self` tensors (their plain fields are in `_fields`).
         nothing = FunctionSummary("", "", 0)
-        slim = {q: replace(f, calls=(), reads=(), returns_calls=(), device_args={}) for q, f in self.functions.items()}
-        kept.functions = {q: f if q in self.chains or q in self.returns else nothing for q, f in slim.items()}
+        kept.functions = {q: FunctionSummary("", f.path, f.row, f.is_property, f.deprecated)
+                          if q in self.chains or q in self.returns else nothing for q, f in self.functions.items()}
+        kept.classes = {q: replace(c, fields=frozenset()) for q, c in self.classes.items()}
         kept._resolved, kept._attrs = {}, {}
         # The attribute names a view may ask about: syncing properties, and tensors classes keep in `self`.
         attributes = self.property_map().keys() | {name for cls in self.classes.values() for name in cls.attrs}

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from synclint.cache import FORMAT, code_fingerprint
+from synclint.cache import FORMAT, code_fingerprint, load_pickle
 
 RACY_NS = 2_000_000_000
 # What decides how output looks (color, width) or where the cache is, besides the command line.
@@ -103,7 +103,7 @@ class Replays:
     def load(self) -> Record | None:
         try:
             with open(self.path, "rb") as handle:
-                record = pickle.load(handle)
+                record = load_pickle(handle)
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
             return None
         return record if isinstance(record, Record) and record.is_current() else None
@@ -123,10 +123,12 @@ class Replays:
         return True
 
 
-def inputs_of(folders: Iterable[str], files: Iterable[str]) -> dict[str, Signature]:
+def inputs_of(folders: Iterable[str], files: Iterable[str], known: dict[str, Signature] | None = None
+              ) -> dict[str, Signature]:
     """The signatures that decide a run: the walked `folders`, the read `files`, and the marker
-    files of their folders and every parent folder."""
-    inputs: dict[str, Signature] = {}
+    files of their folders and every parent folder. `known`: signatures the run took (absolute
+    paths), not taken again."""
+    inputs: dict[str, Signature] = dict(known or {})
     walked = {os.path.abspath(folder) for folder in folders}
     for folder in walked:
         inputs[folder] = signature(folder)
@@ -144,7 +146,8 @@ def inputs_of(folders: Iterable[str], files: Iterable[str]) -> dict[str, Signatu
     for folder in parents:
         for name in MARKERS:
             marker = os.path.join(folder, name)
-            inputs.setdefault(marker, signature(marker))
+            if marker not in inputs:
+                inputs[marker] = signature(marker)
     return inputs
 
 

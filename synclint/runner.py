@@ -7,11 +7,10 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from synclint.cache import Cache, Entry, PackageState, ProjectSnapshot
+from synclint.cache import Cache, Entry, PackageState, Packed, ProjectSnapshot
 from synclint.config import Settings, SettingsResolver
 from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes, check_file
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
@@ -20,7 +19,7 @@ from synclint.files import PathProblem, Target, discover, relative_to_root
 from synclint.project import (ProjectFile, ProjectIndex, field_declarations, host_field_names, imported_modules,
                               module_name, package_root)
 from synclint.noqa import unknown_codes
-from synclint.replay import RACY_NS, inputs_of
+from synclint.replay import RACY_NS, Signature, inputs_of
 
 FILES_PER_BATCH = 8
 PROGRESS_MIN_FILES = 200  # shorter runs end before a bar helps
@@ -33,6 +32,7 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)  # fixes dropped, files not written
     walked_folders: set[str] = field(default_factory=set)  # what the run's output depends on (synclint.replay)
     read_files: list[str] = field(default_factory=list)
+    signatures: dict[str, Signature] = field(default_factory=dict)  # of some of those, as the run took them
 
     @property
     def findings(self):
@@ -215,6 +215,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     if state is not None and checked < state.package_files and state.is_current(checked):
         # Some files of the package, the rest as the last run saw them (pre-commit after an edit).
         run.read_files += list(state.files)
+        run.signatures.update((path, known) for path, known in state.files.items() if path not in checked)
         run.walked_folders.update(state.folders)
         jobs, _ = _with_host_fields([_placed(job) for job in work], state.declarations)
         # Each file starts with the view its summary had then: an edit seldom changes what it uses.
@@ -237,7 +238,8 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         if cache is not None and snapshot_key:
             summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
                          if item is not None and item.result.summary is not None}
-            snapshot = ProjectSnapshot(*index.snapshot(summaries))
+            kept, small = index.snapshot(summaries)
+            snapshot = ProjectSnapshot(kept, Packed(small))
             cache.put(snapshot_key, snapshot)
     if state_keys and snapshot is not None:
         indexed = frozenset(os.path.abspath(job.path) for job in [*work, *index_only])
@@ -250,7 +252,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress)
 
 
-def _with_views(jobs: list[Job], index: ProjectIndex, summaries: dict) -> list[str]:
+def _with_views(jobs: list[Job], index: ProjectIndex, summaries: Packed) -> list[str]:
     """Give each job (in place) its view of `index`, asked for the summary `summaries` holds of
     its file; the digests of the views ("" where none)."""
     digests = []
@@ -479,6 +481,8 @@ def _process_all(work: list[tuple[int, Job]], jobs: int, mode: Mode,
             yield index, _process(job, mode)
             advance(1)
         return
+    from concurrent.futures import ProcessPoolExecutor  # not imported by a run over a few files
+
     # Small batches handed out as workers free up: a large file holds up one batch, not a share.
     batches = [work[i:i + FILES_PER_BATCH] for i in range(0, len(work), FILES_PER_BATCH)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:

@@ -106,3 +106,37 @@ def test_fix_skips_cached_files_without_fixes_and_fixes_the_rest(tmp_path):
     assert "Fixed 1 finding" in proc.stderr
     assert "non_blocking=True" in (tmp_path / "fixable.py").read_text()
     assert (tmp_path / "clean.py").read_text() == SYNC
+
+
+def test_what_the_cache_keeps_comes_back_equal():
+    # Findings, summaries and facts are pickled field by field (model.pickled_by_fields): each
+    # must come back with every field in its place, nested values included.
+    from synclint.cache import Packed
+    from synclint.devices import Place, Where
+    from synclint.model import Applicability, Confidence, Edit, Finding, Fix, Location
+    from synclint.project import (Chain, ClassSummary, FunctionFact, FunctionSummary, ModuleSummary, Needs,
+                                  PropertyFact, SyncSite)
+
+    gpu = Where(Place.DEVICE, Confidence.MEDIUM, "x is annotated", items=(Where(Place.HOST, Confidence.HIGH),))
+    site = SyncSite("SYNC102", "x.item()", "app/a.py", 7, Confidence.HIGH, once="self._t is None")
+    chain = Chain(("app.a.f", "app.a.g"), site, Confidence.MEDIUM)
+    kept = [
+        Finding("SYNC102", "host-read", "message", "app/a.py", Location(7, 5), Location(7, 13), Confidence.MEDIUM,
+                "loop", "why", Fix(Applicability.UNSAFE, "fix it", (Edit("y", Location(7, 5), Location(7, 6)),),
+                                   ("import torch",)), 7, 3, "    x.item()"),
+        ModuleSummary("app.a", "app/a.py",
+                      {"app.a.f": FunctionSummary("app.a.f", "app/a.py", 3, True, "old", site, ("app.a.g",), ("app.a.C.p",),
+                                                  gpu, ("app.a.h",), ("x", "y", "k"), 2, {"app.a.g": {0: gpu, "k": gpu}},
+                                                  frozenset({"x"}))},
+                      {"app.a.C": ClassSummary("app.a.C", "app/a.py", 10, ("torch.nn.Module",), {"t": gpu},
+                                               frozenset({"n"}))},
+                      Needs(frozenset({"app.b.f"}), frozenset({"app.b.C"}), frozenset({"t"}), frozenset({"app.b.f"}),
+                            frozenset()),
+                      {("f", "k"): ("`mask` in run()", False)}),
+        FunctionFact("app.a.f", "app/a.py", 3, chain, gpu, True, "old"),
+        PropertyFact("app.a.C", "p", "app/a.py", 12, chain, None),
+    ]
+    for value in kept:
+        assert pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)) == value
+    packed = pickle.loads(pickle.dumps(Packed({"app/a.py": kept[1]})))
+    assert packed.get("app/a.py") == kept[1] and packed.get("app/b.py") is None

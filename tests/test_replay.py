@@ -124,3 +124,17 @@ def test_runs_that_write_or_skip_the_cache_are_not_recorded(tmp_path):
         check(tmp_path, *args)
         age(tmp_path)
     assert records(tmp_path) == []
+
+
+def test_signatures_the_run_took_are_not_taken_again(tmp_path):
+    # After a pre-commit run, the package state has just compared every other file's signature:
+    # the record takes those, and stats only what it did not see.
+    from synclint.replay import inputs_of, signature
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("y = 2\n")
+    a, b = str(tmp_path / "a.py"), str(tmp_path / "b.py")
+    seen = (1, 2, 3, 4)  # not what a stat would say: only the run's own signature can give it
+    inputs = inputs_of([], [a, b], known={a: seen})
+    assert inputs[a] == seen and inputs[b] == signature(b)
+    assert inputs[str(tmp_path / "pyproject.toml")] is None  # the markers of its folders, as before
