@@ -1,3 +1,3 @@
-from synclint.cli import main
+from synclint.cli import entry_point
 
-raise SystemExit(main())
+entry_point()

@@ -188,3 +188,39 @@ def test_version_and_usage_errors():
     proc = run_cli("check", "--output-format", "xml")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
+
+
+def test_a_check_leaves_the_cycle_collector_as_it_found_it(write, tmp_path, monkeypatch):
+    # `check` pauses the collector while it starts and freezes what starting made; a caller
+    # in the same process (a test, a tool that imports synclint) gets it back as it was.
+    import gc
+
+    from synclint.cli import main
+
+    path = write("kernel.py", OVERFLOW)
+    monkeypatch.chdir(tmp_path)
+    assert gc.isenabled()
+    assert main(["check", "--no-cache", "--output-format", "concise", str(path)]) == 1
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        main(["check", "--no-cache", "--output-format", "concise", str(path)])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(write, tmp_path):
+    # `synclint check | head -1`: the command leaves without tearing the interpreter down
+    # (cli.entry_point), and a closed pipe is an exit code, not a traceback.
+    import subprocess
+    import sys
+
+    path = write("kernel.py", OVERFLOW * 200)
+    proc = subprocess.Popen([sys.executable, "-m", "synclint", "check", "--no-cache", str(path)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) in (1, 2)
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
