@@ -9,7 +9,10 @@ compare, so the runs are interleaved (round 1 runs every tool once, then round 2
 Rows:
   synclint cold       PYTHON -m synclint check --exit-zero [--no-cache] --output-format concise --jobs J vllm
   synclint warm       the same with --cache-dir DIR, after one unmeasured run filled DIR
-                      (only when synclint has --cache-dir)
+                      (only when synclint has --cache-dir): nothing changed, so it replays that run
+  synclint warm, per-file cache  the same with the replay records removed first (as CI meets a
+                      restored cache, or any other command line): each file's result comes
+                      from the cache
   synclint one file   PYTHON -m synclint check --exit-zero --cache-dir DIR --output-format concise vllm/<--one-file>
                       (as pre-commit runs it: interpreter start included, the package's index in the
                       warm run's cache, after one unmeasured run; the file must be in the tree,
@@ -23,7 +26,9 @@ Rows:
   ast.parse x1        the stdlib's ast.parse of every file in 1 process
   ruff                ruff check --isolated --no-cache --exit-zero --target-version py312 vllm
                       (ruff's default rules, RAYON_NUM_THREADS=J)
-synclint and the two parse-only rows run under --python (synclint's interpreter and its libcst);
+synclint and the two parse-only rows run under --python (synclint's interpreter and its libcst),
+with synclint's bytecode written first, as installing it does; no tool runs with
+PYTHONDONTWRITEBYTECODE, which would make it compile its modules on every start;
 TorchFix, Fixit and ruff come from their own virtual environment (--peers-venv), created and
 filled with pip when it is missing. The corpus is vLLM's wheel, downloaded with pip into
 --corpus-dir; its .py files are the tree (skipped when already there; --tree picks any tree).
@@ -66,7 +71,7 @@ PEER_PACKAGES = ("torchfix==0.7.0", "fixit", "ruff", "libcst")
 PEER_SCRIPTS = ("torchfix", "fixit", "ruff")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_31_x86_64")
 ONE_FILE = "model_executor/models/llama.py"
-SKIPPABLE = ("warm", "onefile", "onefile-edited", "torchfix", "fixit", "libcst-jobs", "libcst-1", "ast", "ruff")
+SKIPPABLE = ("warm", "warm-entries", "onefile", "onefile-edited", "torchfix", "fixit", "libcst-jobs", "libcst-1", "ast", "ruff")
 
 # Runs one command in a new session, waits for it, and prints one JSON line: wall seconds,
 # exit status, whether it timed out, and the rusage of every descendant it waited for.
@@ -141,6 +146,7 @@ class Tool:
     skipped: str = ""  # why the row has no measurement
     shown: str = ""  # the command as printed, when the real one is too long to read
     edits: Path | None = None  # a file to change before each run and restore after it
+    forget_replays_in: Path | None = None  # a synclint cache folder whose replay records go before each run
 
     def measured(self) -> list[dict]:
         return [r for r in self.runs if not r["timed_out"] and not r.get("wrapper_error")]
@@ -256,6 +262,21 @@ def synclint_flags(python: str) -> set[str]:
     return {word.strip(",[]") for word in proc.stdout.split() if word.startswith("--")}
 
 
+def compile_bytecode(python: str) -> None:
+    """Write synclint's bytecode, as installing a wheel does: a run that compiles its modules
+    first measures the compiler, not synclint (the peers come from pip, compiled)."""
+    code = ("import compileall, os, synclint, synclint.rules\n"
+            "for folder in [os.path.dirname(synclint.__file__), *synclint.rules.__path__]:\n"
+            "    compileall.compile_dir(folder, quiet=1)\n")
+    subprocess.run([python, "-c", code], env=tool_environment({}), check=True)
+
+
+def tool_environment(extra: dict[str, str]) -> dict[str, str]:
+    """This environment for a measured tool, less PYTHONDONTWRITEBYTECODE (set on some machines:
+    it makes every run compile every module it imports), plus `extra`."""
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, **extra}
+
+
 def versions(python: str, packages: tuple[str, ...]) -> dict[str, str]:
     code = ("import importlib.metadata as m, sys\n"
             "print('python', sys.version.split()[0])\n"
@@ -270,11 +291,14 @@ def versions(python: str, packages: tuple[str, ...]) -> dict[str, str]:
 
 def measure(tool: Tool, timeout: float, scratch: Path, index: int) -> dict:
     out, err = scratch / f"{tool.key}.{index}.out", scratch / f"{tool.key}.{index}.err"
-    spec = {"cmd": tool.cmd, "cwd": str(tool.cwd), "env": {**os.environ, **tool.env}, "timeout": timeout,
+    spec = {"cmd": tool.cmd, "cwd": str(tool.cwd), "env": tool_environment(tool.env), "timeout": timeout,
             "stdout": str(out), "stderr": str(err)}
     original = tool.edits.read_bytes() if tool.edits is not None else b""
     stat = tool.edits.stat() if tool.edits is not None else None
     try:
+        if tool.forget_replays_in is not None:
+            for records in tool.forget_replays_in.glob("v*/replay"):
+                shutil.rmtree(records, ignore_errors=True)
         if tool.edits is not None:
             tool.edits.write_bytes(original + f"# edited by bench/peers.py before run {index}\n".encode())
         proc = subprocess.run([sys.executable, "-I", "-c", WRAPPER, json.dumps(spec)], capture_output=True,
@@ -421,6 +445,10 @@ def main(argv: list[str] | None = None) -> int:
                  check_synclint),
             tool("warm", "synclint warm", synclint + ["--cache-dir", str(cache_dir), "--output-format", "concise"]
                  + jobs + [name], check_synclint),
+            # The warm command with its replay record gone (CI restoring the cache on a new
+            # checkout, or any other command line): each file's result from the cache.
+            tool("warm-entries", "synclint warm, per-file cache", synclint + ["--cache-dir", str(cache_dir),
+                 "--output-format", "concise"] + jobs + [name], check_synclint, forget_replays_in=cache_dir),
             # As pre-commit runs it: one file of the tree, its package's index in the warm cache.
             tool("onefile", "synclint one file", synclint + ["--cache-dir", str(cache_dir), "--output-format", "concise",
                  f"{name}/{args.one_file}"], check_synclint, files=1, lines=one_lines),
@@ -442,7 +470,10 @@ def main(argv: list[str] | None = None) -> int:
         warm = next(t for t in tools if t.key == "warm")
         if not warm.skipped and "--cache-dir" not in flags:
             warm.skipped = "this synclint has no --cache-dir"
+        entries = next(t for t in tools if t.key == "warm-entries")
+        entries.skipped = entries.skipped or (warm.skipped and "needs the warm row's cache")
 
+        compile_bytecode(args.python)
         info = versions(args.python, ("libcst",))
         peer_versions = versions(str(peers_python), ("torchfix", "fixit", "ruff", "libcst")) if peers_python else {}
         fingerprint = source_fingerprint(args.python, cwd)

@@ -10,6 +10,7 @@ Switching branches back and forth hits the cache both ways. `synclint clean` rem
 
 from __future__ import annotations
 
+import copy
 import gc
 import hashlib
 import os
@@ -28,7 +29,11 @@ FORMAT = 4  # bump when the pickled content changes shape
 class Entry:
     findings: list  # list[Finding]
     warnings: list  # list[str]: unknown noqa codes and the like, shown again on a hit
-    summary: object = None  # the file's ModuleSummary for the project index, if it was parsed
+    summary: bytes | None = None  # the file's ModuleSummary for the project index, pickled, if it was parsed
+
+    @classmethod
+    def of(cls, findings: list, warnings: list, summary) -> "Entry":
+        return cls(findings, warnings, None if summary is None else pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def code_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:
@@ -117,9 +122,31 @@ class Cache:
         self.entries = directory / f"v{FORMAT}"
         self._fingerprints: dict[tuple, str] = {}
         self._settings_keys: dict[int, tuple[object, str]] = {}  # id -> (settings, its cache_key())
+        self._digests: dict[str, bytes] = {}  # path -> sha256 of its bytes as this run read them
         self.writable = True
 
+    def for_run(self) -> "Cache":
+        """This cache, for one run: the files it reads are read once (`read`, `digest`)."""
+        run = copy.copy(self)
+        run._digests = {}
+        return run
+
+    def read(self, path: Path) -> bytes:
+        """The file's bytes; the digest of what was read is kept for `digest`."""
+        data = Path(path).read_bytes()
+        self._digests[os.fspath(path)] = hashlib.sha256(data).digest()
+        return data
+
+    def digest(self, path: Path) -> bytes:
+        """The digest of the file's bytes, read once in this run (OSError: it cannot be read)."""
+        known = self._digests.get(os.fspath(path))
+        if known is None:
+            self.read(path)
+            known = self._digests[os.fspath(path)]
+        return known
+
     def key(self, data: bytes, shown: str, settings, mode_key: str) -> str:
+        """The name of the entry of a file whose bytes (or their `digest`) are `data`."""
         extra = tuple(settings.extend_rules)
         fingerprint = self._fingerprints.get(extra)
         if fingerprint is None:

@@ -61,7 +61,7 @@ def discover(
 ) -> Iterator[Target | PathProblem]:
     """Yield the files to check, in a stable order, and the paths that cannot be read. The
     folders walked are added to `walked` (a run whose folders have not changed found the same files)."""
-    seen: set[Path] = set()
+    seen: set[str] = set()  # absolute paths
     for path in paths:
         if not os.path.lexists(path):
             yield PathProblem(path, "no such file or directory")
@@ -75,13 +75,13 @@ def discover(
         settings = resolver.for_path(path)
         if force_exclude and (settings.is_excluded(relative_to_root(path, settings.root)) or _git_ignored(path, settings)):
             continue
-        key = path.resolve()
+        key = os.path.realpath(path)
         if key not in seen:
             seen.add(key)
             yield Target(path, explicit=True)
 
 
-def _walk(top: Path, resolver: SettingsResolver, seen: set[Path], walked: set[str]) -> Iterator[Target | PathProblem]:
+def _walk(top: Path, resolver: SettingsResolver, seen: set[str], walked: set[str]) -> Iterator[Target | PathProblem]:
     visited_dirs: set[tuple[int, int]] = set()
     errors: list[OSError] = []
     for dirpath, dirnames, filenames in os.walk(top, onerror=errors.append, followlinks=True):
@@ -128,7 +128,7 @@ def _walk(top: Path, resolver: SettingsResolver, seen: set[Path], walked: set[st
             if path.is_symlink() and not path.exists():
                 yield PathProblem(path, BROKEN_LINK)
                 continue
-            key = path.resolve() if path.is_symlink() else path.absolute()
+            key = os.path.realpath(path) if path.is_symlink() else os.path.abspath(path)
             if key in seen:
                 continue
             seen.add(key)
@@ -219,21 +219,34 @@ def _git_root(folder: Path) -> Path | None:
     return None
 
 
+@lru_cache(maxsize=4096)
+def _ignore_folders(folder: str) -> tuple[tuple[str, tuple[IgnoreRule, ...]], ...]:
+    """For the entries of `folder` (absolute): each folder from the repository root down to it
+    whose .gitignore has rules, as the prefix of the entries' paths relative to it, with the
+    rules; () outside a repository. Asked once per folder, not per file."""
+    here = Path(folder)
+    root = _git_root(here)
+    if root is None:
+        return ()
+    chain = [root, *[p for p in reversed(here.parents) if root in p.parents]]
+    if here != root:
+        chain.append(here)
+    found = []
+    for each in chain:
+        rules = _gitignore_rules(each)
+        if rules:
+            prefix = here.relative_to(each).as_posix()
+            found.append(("" if prefix == "." else prefix + "/", rules))
+    return tuple(found)
+
+
 def _git_ignored(path: Path, settings, is_dir: bool = False) -> bool:
     """Whether a .gitignore between the repository root and `path` ignores it."""
-    path = path.absolute()
-    root = _git_root(path.parent)
-    if root is None:
-        return False
+    folder, name = os.path.split(os.path.abspath(path))
     ignored = False
-    folders = [root, *[p for p in reversed(path.parent.parents) if root in p.parents], path.parent]
-    seen: set[Path] = set()
-    for folder in folders:
-        if folder in seen or (folder != root and root not in folder.parents):
-            continue
-        seen.add(folder)
-        rel = path.relative_to(folder).as_posix()
-        for rule in _gitignore_rules(folder):
+    for prefix, rules in _ignore_folders(folder):
+        rel = prefix + name
+        for rule in rules:
             if rule.dir_only and not is_dir and "/" not in rel:
                 continue
             if rule.regex.match(rel):

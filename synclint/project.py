@@ -45,12 +45,12 @@ def module_name(path: Path) -> tuple[str, str]:
     Folders holding an `__init__.py` are packages: `vllm/v1/attention/backend.py` is
     `vllm.v1.attention.backend`, and `vllm/v1/__init__.py` is the package `vllm.v1`.
     """
-    path = path.absolute()
-    folder = _package_of(str(path.parent))
-    if path.name == "__init__.py":
+    parent, name = os.path.split(os.path.abspath(path))
+    folder = _package_of(parent)
+    if name == "__init__.py":
         return folder, folder
-    name = f"{folder}.{path.stem}" if folder else path.stem
-    return name, folder
+    stem = name.rpartition(".")[0] or name
+    return (f"{folder}.{stem}" if folder else stem), folder
 
 
 @functools.lru_cache(maxsize=4096)
@@ -65,9 +65,15 @@ def _package_of(folder: str) -> str:
 
 def package_root(path: Path) -> Path | None:
     """The outermost package folder holding `path` (the tree its imports resolve in), if any."""
-    path = path.absolute()
-    root = _package_root_of_folder(str(path if path.is_dir() else path.parent))
-    return Path(root) if root is not None else None
+    absolute = os.path.abspath(path)
+    is_file = absolute.endswith((".py", ".pyi")) or not os.path.isdir(absolute)  # a source file takes no stat
+    root = _package_root_of_folder(os.path.dirname(absolute) if is_file else absolute)
+    return _as_path(root) if root is not None else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _as_path(folder: str) -> Path:  # a Path per package root, not one per file
+    return Path(folder)
 
 
 @functools.lru_cache(maxsize=4096)

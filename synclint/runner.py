@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -154,6 +154,7 @@ def run_paths(
     force_exclude: bool = False, cwd: Path | None = None, cache: Cache | None = None, progress: bool = False,
 ) -> RunResult:
     cwd = cwd or Path.cwd()
+    cache = cache.for_run() if cache is not None else None
     run = RunResult()
     targets, run.problems = collect(paths, resolver, force_exclude, run.walked_folders)
     work = [Job(path, display_path(path, cwd), settings) for path, settings in targets]
@@ -182,7 +183,7 @@ def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, p
         for i, key in keys.items():
             item = results[i]
             if item is not None and not item.result.internal_error and not item.fixed and not item.diff:
-                cache.put(key, Entry(item.result.findings, item.problems, item.result.summary))
+                cache.put(key, Entry.of(item.result.findings, item.problems, item.result.summary))
     return results
 
 
@@ -217,7 +218,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         run.read_files += list(state.files)
         run.signatures.update((path, known) for path, known in state.files.items() if path not in checked)
         run.walked_folders.update(state.folders)
-        jobs, _ = _with_host_fields([_placed(job) for job in work], state.declarations)
+        jobs, _ = _with_host_fields([_placed(job) for job in work], cache.read, state.declarations)
         # Each file starts with the view its summary had then: an edit seldom changes what it uses.
         checked_with = _with_views(jobs, state.index, state.summaries)
         results = _check_all(jobs, check, cache, workers, progress)
@@ -225,9 +226,11 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         return _fixed(jobs, results, mode, workers, progress)
     index_only = _package_files(work, paths, resolver, cwd, run.walked_folders)
     run.read_files += [os.fspath(job.path) for job in index_only]
-    jobs, declarations = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]])
+    jobs, declarations = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
+                                           cache.read if cache is not None else Path.read_bytes)
     snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
+    snapshot_was_kept = snapshot is not None
     if snapshot is not None:
         # The same files as a run that ended with this index: only the checked files' views are needed.
         jobs = jobs[: len(work)]
@@ -248,7 +251,11 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
                              snapshot.summaries)
         if not any(sig is not None and sig[0] > started - RACY_NS for sig in saved.files.values()):
             for key in state_keys:  # unless a file changed too recently for its stat to tell (replay.RACY_NS)
-                cache.put(key, saved)
+                # A kept state of the same files, as stat sees them, and the same index is this one.
+                kept = cache.get(key, PackageState) if snapshot_was_kept else None
+                if kept is None or (kept.package_files, kept.files, kept.folders) != (saved.package_files, saved.files,
+                                                                                    saved.folders):
+                    cache.put(key, saved)
     return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress)
 
 
@@ -319,7 +326,7 @@ def _state_keys(cache: Cache, work: list[Job], cwd: Path) -> list[str]:
     one package asks for its key (none: nothing to keep, as when no file lies in a package)."""
     roots = sorted({os.fspath(root) for job in work
                     if job.settings.project_analysis and (root := package_root(job.path)) is not None})
-    settings = sorted({job.settings.cache_key() for job in work})
+    settings = sorted({one.cache_key() for one in {id(job.settings): job.settings for job in work}.values()})
     keys = []
     for root in roots:
         names = "\0".join([os.fspath(cwd), root, "\0", *settings])
@@ -331,10 +338,12 @@ def _index_of(results: list[FileFix | None]) -> ProjectIndex:
     return ProjectIndex([item.result.summary for item in results if item is not None and item.result.summary])
 
 
-def _entry_key(cache: Cache, job: Job, data: bytes) -> str:
+def _entry_key(cache: Cache, job: Job) -> str:
+    """The key of the file's entry (OSError: it cannot be read, which its check reports)."""
     view = job.project.view
     fields = ",".join(sorted(job.project.host_fields))
-    return cache.key(data, job.shown, job.settings, f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
+    return cache.key(cache.digest(job.path), job.shown, job.settings,
+                     f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
 
 
 def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
@@ -345,7 +354,7 @@ def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
     project = hashlib.sha256(b"project-snapshot")
     for job in sorted(jobs, key=lambda job: job.shown):
         try:
-            project.update(_entry_key(cache, job, job.path.read_bytes()).encode())
+            project.update(_entry_key(cache, job).encode())
         except OSError:
             return None
     return project.hexdigest()
@@ -354,7 +363,7 @@ def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
 Declarations = tuple[frozenset[str], frozenset[str]]  # project.field_declarations
 
 
-def _with_host_fields(jobs: list[Job], elsewhere: dict[str, Declarations] | None = None
+def _with_host_fields(jobs: list[Job], read: Callable[[Path], bytes], elsewhere: dict[str, Declarations] | None = None
                       ) -> tuple[list[Job], dict[str, Declarations]]:
     """The jobs, each file that handles multimodal inputs told which of them stay on the CPU:
     those that every declaration in the project keeps there, and those its own file keeps there
@@ -365,12 +374,14 @@ def _with_host_fields(jobs: list[Job], elsewhere: dict[str, Declarations] | None
     for i, job in enumerate(jobs):
         if job.settings.project_analysis:
             try:
-                data = job.path.read_bytes()
+                data = read(job.path)
             except OSError:
                 continue  # its check reports it
-            declared[i] = field_declarations(data)
-            if any(word in data for word in _MULTIMODAL):
+            if any(word in data for word in _MULTIMODAL):  # (`MultiModalFieldConfig` has one)
                 multimodal[i] = data
+                declared[i] = field_declarations(data)
+            else:
+                declared[i] = (frozenset(), frozenset())
     by_module = dict(elsewhere or {})
     for i, job in enumerate(jobs):
         if job.project.module and i in declared:
@@ -433,17 +444,16 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
     misses: dict[int, str] = {}
     for i, job in enumerate(work):
         try:
-            data = job.path.read_bytes()
+            key = _entry_key(cache, job)
         except OSError:
             continue  # the check itself reports it
-        key = _entry_key(cache, job, data)
         entry = cache.get(key)
         if entry is not None and mode.fix and _has_fixes(entry.findings, job.settings, mode):
             entry = None
         if entry is None:
             misses[i] = key
         else:
-            results[i] = FileFix(FileResult(job.shown, list(entry.findings), summary=entry.summary),
+            results[i] = FileFix(FileResult(job.shown, list(entry.findings), summary_data=entry.summary),
                                  problems=list(entry.warnings))
     return misses
 
