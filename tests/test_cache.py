@@ -140,3 +140,25 @@ def test_what_the_cache_keeps_comes_back_equal():
         assert pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)) == value
     packed = pickle.loads(pickle.dumps(Packed({"app/a.py": kept[1]})))
     assert packed.get("app/a.py") == kept[1] and packed.get("app/b.py") is None
+
+
+def test_a_cache_used_for_two_runs_reads_the_file_each_run(tmp_path, monkeypatch):
+    # A run reads each file once and keys it by that content; a library caller's next run with
+    # the same Cache object must read it again, or it is answered with the old file's entry.
+    from pathlib import Path
+
+    from synclint.cache import Cache
+    from synclint.config import SettingsResolver
+    from synclint.runner import Mode, run_paths
+
+    (tmp_path / "kernel.py").write_text(SYNC)
+    monkeypatch.chdir(tmp_path)
+    cache = Cache(tmp_path / "cache")
+    resolver = SettingsResolver(None, {"project-analysis": False}, tmp_path)
+
+    def codes():
+        return [f.code for f in run_paths([Path("kernel.py")], resolver, Mode(), jobs=1, cwd=tmp_path, cache=cache).findings]
+
+    assert codes() == ["SYNC101"]
+    (tmp_path / "kernel.py").write_text(SYNC.replace("if x.any():", "if True:"))
+    assert codes() == []
