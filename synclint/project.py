@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import io
 import os
 import pickle
 import re
@@ -316,7 +317,13 @@ class ProjectView:
             sorted((k, sorted(v.items())) for k, v in self.device_params.items()),
             sorted((k, sorted(v.items())) for k, v in self.host_params.items()),
         )
-        return hashlib.sha256(pickle.dumps(canonical, protocol=4)).hexdigest()
+        # Pickled without a memo: two equal views whose facts share objects differently (one
+        # just solved, one unpickled from a kept index) must give the same digest.
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=4)
+        pickler.fast = True
+        pickler.dump(canonical)
+        return hashlib.sha256(buffer.getvalue()).hexdigest()
 
 
 EMPTY_VIEW = ProjectView()

@@ -690,3 +690,20 @@ def test_a_keyword_only_parameter_every_call_fills_with_a_host_tensor_is_a_host_
     positional = tmp_path / "app" / "model.py"  # a parameter calls may fill by position says nothing by keyword
     positional.write_text(textwrap.dedent(MODEL).replace("*, is_multimodal", "is_multimodal"))
     assert [f["code"] for f in run_json("check", "--no-cache", "app", cwd=tmp_path)[1]] == ["SYNC101"]
+
+
+def test_equal_views_have_one_digest_however_their_facts_share_objects():
+    # A view made from a just-solved index shares fact objects; the same view from an index kept
+    # in the cache has its own copies. The digest keys cache entries: it must not tell them apart,
+    # or a warm run misses the entries its first run wrote (23 of vLLM's files did).
+    from synclint.devices import Place, Where
+    from synclint.model import Confidence
+    from synclint.project import ProjectView
+
+    def gpu():
+        return Where(Place.DEVICE, Confidence.HIGH, "x.cuda() is on the device")
+
+    shared = gpu()
+    assert (ProjectView(device_params={"app.f": {"a": shared, "b": shared}}).digest()
+            == ProjectView(device_params={"app.f": {"a": gpu(), "b": gpu()}}).digest())
+    assert ProjectView(device_params={"app.f": {"a": gpu()}}).digest() != ProjectView(device_params={"app.f": {"b": gpu()}}).digest()
