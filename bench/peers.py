@@ -10,9 +10,9 @@ Rows:
   synclint cold       PYTHON -m synclint check --exit-zero [--no-cache] --output-format concise --jobs J vllm
   synclint warm       the same with --cache-dir DIR, after one unmeasured run filled DIR
                       (only when synclint has --cache-dir): nothing changed, so it replays that run
-  synclint warm, per-file cache  the same with the replay records removed first (as CI meets a
-                      restored cache, or any other command line): each file's result comes
-                      from the cache
+  synclint warm, per-file cache  the same on a copy of DIR whose replay records are removed before
+                      each run (as CI meets a restored cache, or any other command line meets
+                      DIR): each file's result comes from the cache
   synclint one file   PYTHON -m synclint check --exit-zero --cache-dir DIR --output-format concise vllm/<--one-file>
                       (as pre-commit runs it: interpreter start included, the package's index in the
                       warm run's cache, after one unmeasured run; the file must be in the tree,
@@ -426,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         scratch = tmp / "out"
         scratch.mkdir()
         cache_dir = tmp / "synclint-cache"
+        entries_cache_dir = tmp / "synclint-cache-entries"
         cwd, name = tree.parent, tree.name
         synclint = [args.python, "-m", "synclint", "check", "--exit-zero"]
         jobs = ["--jobs", str(args.jobs)]
@@ -447,8 +448,8 @@ def main(argv: list[str] | None = None) -> int:
                  + jobs + [name], check_synclint),
             # The warm command with its replay record gone (CI restoring the cache on a new
             # checkout, or any other command line): each file's result from the cache.
-            tool("warm-entries", "synclint warm, per-file cache", synclint + ["--cache-dir", str(cache_dir),
-                 "--output-format", "concise"] + jobs + [name], check_synclint, forget_replays_in=cache_dir),
+            tool("warm-entries", "synclint warm, per-file cache", synclint + ["--cache-dir", str(entries_cache_dir),
+                 "--output-format", "concise"] + jobs + [name], check_synclint, forget_replays_in=entries_cache_dir),
             # As pre-commit runs it: one file of the tree, its package's index in the warm cache.
             tool("onefile", "synclint one file", synclint + ["--cache-dir", str(cache_dir), "--output-format", "concise",
                  f"{name}/{args.one_file}"], check_synclint, files=1, lines=one_lines),
@@ -498,6 +499,10 @@ def main(argv: list[str] | None = None) -> int:
             one = next(t for t in tools if t.key == "onefile")
             if not one.skipped:
                 measure(one, args.timeout, scratch, 0)  # its own record of a run, as after a first commit
+            if not entries.skipped:
+                # Its own copy of the filled cache (hard links: entries are only ever replaced, by
+                # rename), whose replay records it removes without touching the other rows'.
+                shutil.copytree(cache_dir, entries_cache_dir, copy_function=os.link)
         started = time.time()
         for index in range(1, args.runs + 1):
             for t in tools:

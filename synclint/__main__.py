@@ -1,3 +1,5 @@
+import sys
+
 from synclint.cli import entry_point
 
-entry_point()
+sys.exit(entry_point())

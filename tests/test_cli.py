@@ -224,3 +224,24 @@ def test_a_reader_that_stops_early_gets_no_traceback(write, tmp_path):
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=60) in (1, 2)
     assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+
+
+def test_under_a_tracer_the_command_returns_instead_of_leaving_at_once(write, tmp_path):
+    # coverage and cProfile write their results at exit: with one of them on, the command
+    # returns its code (cli.entry_point), where it otherwise leaves through os._exit.
+    import subprocess
+    import sys
+
+    path = write("kernel.py", OVERFLOW)
+    script = ("import sys\n"
+              "sys.argv = ['synclint', 'check', '--no-cache', {path!r}]\n"
+              "{tracer}"
+              "from synclint.cli import entry_point\n"
+              "code = entry_point()\n"
+              "print('returned', code)\n")
+    traced = subprocess.run([sys.executable, "-c", script.format(path=str(path), tracer="sys.settrace(lambda *a: None)\n")],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert traced.stdout.rstrip().endswith("returned 1"), traced.stderr
+    plain = subprocess.run([sys.executable, "-c", script.format(path=str(path), tracer="")],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert plain.returncode == 1 and "returned" not in plain.stdout and "SYNC101" in plain.stdout
