@@ -128,14 +128,16 @@ def inputs_of(folders: Iterable[str], files: Iterable[str], known: dict[str, Sig
     """The signatures that decide a run: the walked `folders`, the read `files`, and the marker
     files of their folders and every parent folder. `known`: signatures the run took (absolute
     paths), not taken again."""
-    inputs: dict[str, Signature] = dict(known or {})
+    known = known or {}
+    inputs: dict[str, Signature] = {}
     walked = {os.path.abspath(folder) for folder in folders}
-    for folder in walked:
-        inputs[folder] = signature(folder)
+    # The files the run read itself come first: when a record is out of date, it is most often
+    # because one of them changed, and `Record.is_current` stops at the first change.
+    read = sorted({os.path.abspath(f) for f in files}, key=lambda path: path in known)
+    for path in [*read, *walked]:
+        inputs[path] = known[path] if path in known else signature(path)
     parents: set[str] = set()
-    for path in [*walked, *(os.path.abspath(f) for f in files)]:
-        if path not in inputs:
-            inputs[path] = signature(path)
+    for path in [*walked, *read]:
         folder = path if path in walked else os.path.dirname(path)
         while folder not in parents:
             parents.add(folder)
