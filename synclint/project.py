@@ -366,8 +366,10 @@ class ProjectIndex:
             for key, (example, device_seen) in summary.keyword_args.items():
                 if device_seen:
                     on_device.add(key)
-                elif example is not None:
-                    self.host_keywords.setdefault(key, example)
+                elif example is not None and (key not in self.host_keywords or example < self.host_keywords[key]):
+                    # The first by its text, not by the files' order: when another look at one
+                    # file adds or drops an example, the others' views keep theirs.
+                    self.host_keywords[key] = example
         for key in on_device:
             self.host_keywords.pop(key, None)
         self._resolved: dict[str, str | None] = {}
