@@ -90,6 +90,11 @@ class ProjectSnapshot:
     summaries: Packed  # shown path -> ModuleSummary
 
 
+def listing(folder: str) -> tuple[str, ...]:
+    """The names in `folder`, sorted: what `PackageState.folders` keeps of each (OSError: unreadable)."""
+    return tuple(sorted(os.listdir(folder)))
+
+
 @dataclass(frozen=True)
 class PackageState:
     """What the last run over a package (all of it, or some files with the rest indexed) knew of
@@ -110,7 +115,7 @@ class PackageState:
         from synclint.replay import signature
 
         try:
-            return (all(sorted(os.listdir(folder)) == list(names) for folder, names in self.folders.items())
+            return (all(listing(folder) == names for folder, names in self.folders.items())
                     and all(signature(path) == known for path, known in self.files.items() if path not in checked))
         except OSError:
             return False

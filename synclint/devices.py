@@ -791,9 +791,10 @@ class DeviceModel:
         return None
 
     def _method(self, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
-        for stmt in _block(cls.body):
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
-                return stmt
+        """The method `name` of `cls`, or of a base class defined in this file."""
+        own = _method(cls, name)
+        if own is not None:
+            return own
         for base in cls.bases:
             base_cls = self.classes.get(dotted_name(base.value) or "")
             if base_cls is not None and base_cls is not cls:
@@ -1035,6 +1036,7 @@ def _takes_tensors(func: cst.FunctionDef) -> bool:
 
 
 def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    """The method `name` defined in the body of `cls` itself."""
     return next((stmt for stmt in _block(cls.body) if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name), None)
 
 

@@ -10,14 +10,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from synclint.cache import Cache, Entry, PackageState, Packed, ProjectSnapshot
+from synclint.cache import Cache, Entry, PackageState, Packed, ProjectSnapshot, listing
 from synclint.config import Settings, SettingsResolver
 from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes, check_file
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.model import Applicability
 from synclint.files import PathProblem, Target, discover, relative_to_root
-from synclint.project import (ProjectFile, ProjectIndex, field_declarations, host_field_names, imported_modules,
-                              module_name, package_root)
+from synclint.project import (ProjectFile, ProjectIndex, ProjectView, field_declarations, host_field_names,
+                              imported_modules, module_name, package_root)
 from synclint.noqa import unknown_codes
 from synclint.replay import RACY_NS, Signature, inputs_of
 
@@ -251,8 +251,10 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
                              snapshot.summaries)
         if not any(sig is not None and sig[0] > started - RACY_NS for sig in saved.files.values()):
             for key in state_keys:  # unless a file changed too recently for its stat to tell (replay.RACY_NS)
-                # A kept state of the same files, as stat sees them, and the same index is this one.
-                kept = cache.get(key, PackageState) if snapshot_was_kept else None
+                # A kept state of the same files, as stat sees them, and the same index is this one
+                # (the state read above, when there is one key, is not read again).
+                kept = (state if key == state_keys[0] and state is not None else cache.get(key, PackageState)
+                        ) if snapshot_was_kept else None
                 if kept is None or (kept.package_files, kept.files, kept.folders) != (saved.package_files, saved.files,
                                                                                     saved.folders):
                     cache.put(key, saved)
@@ -265,10 +267,15 @@ def _with_views(jobs: list[Job], index: ProjectIndex, summaries: Packed) -> list
     digests = []
     for i, job in enumerate(jobs):
         summary = summaries.get(job.shown)
-        view = index.view_for(summary) if summary is not None and job.settings.project_analysis else None
-        jobs[i] = replace(job, project=replace(job.project, view=view or None))
-        digests.append(view.digest() if view else "")
+        asks = summary is not None and job.settings.project_analysis
+        jobs[i], digest = _given_view(job, index.view_for(summary) if asks else None)
+        digests.append(digest)
     return digests
+
+
+def _given_view(job: Job, view: ProjectView | None) -> tuple[Job, str]:
+    """The job, to be checked with `view` (None or empty: none), and the view's digest ("" for none)."""
+    return replace(job, project=replace(job.project, view=view or None)), view.digest() if view else ""
 
 
 def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check: Mode, cache: Cache | None,
@@ -285,11 +292,9 @@ def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check
             summary = item.result.summary if item is not None else None
             if summary is None or not jobs[i].settings.project_analysis:
                 continue
-            view = index.view_for(summary)
-            digest = view.digest() if view else ""
+            job, digest = _given_view(jobs[i], index.view_for(summary))
             if digest != checked_with[i]:
-                jobs[i] = replace(jobs[i], project=replace(jobs[i].project, view=view if view else None))
-                checked_with[i] = digest
+                jobs[i], checked_with[i] = job, digest
                 again.append(i)
         if not again:
             return index
@@ -314,7 +319,7 @@ def _listings(folders: set[str]) -> dict[str, tuple[str, ...]]:
     found = {}
     for folder in folders:
         try:
-            found[folder] = tuple(sorted(os.listdir(folder)))
+            found[folder] = listing(folder)
         except OSError:
             continue
     return found
