@@ -216,14 +216,21 @@ def test_a_reader_that_stops_early_gets_no_traceback(write, tmp_path):
     import subprocess
     import sys
 
-    path = write("kernel.py", OVERFLOW * 200)
-    proc = subprocess.Popen([sys.executable, "-m", "synclint", "check", "--no-cache", str(path)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout.readline()
-    proc.stdout.close()
-    stderr = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) in (1, 2)
-    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    import os
+
+    long, short = write("long.py", OVERFLOW * 200), write("short.py", OVERFLOW)
+    # A long report meets the closed pipe while it is written; a short one still sits in the
+    # (buffered) stream when `main` returns, and meets it when the command flushes on its way out.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    for path, lines_read in ((long, 1), (short, 0)):
+        with subprocess.Popen([sys.executable, "-m", "synclint", "check", "--no-cache", "--output-format", "concise",
+                               str(path)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+            for _ in range(lines_read):
+                assert proc.stdout.readline()
+            proc.stdout.close()
+            stderr = proc.stderr.read().decode()
+            assert proc.wait(timeout=60) in (1, 2)
+        assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
 
 
 def test_under_a_tracer_the_command_returns_instead_of_leaving_at_once(write, tmp_path):
