@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from synclint.devices import Place, Where
+from synclint.devices.lattice import Place, Where
+from synclint.devices.torch_api import HOST_DATA_CONSTRUCTORS
 from synclint.model import Applicability, Confidence
-from synclint.patterns import (
-    HOST_DATA_CONSTRUCTORS,
-    gpu_copy_target,
-    keyword_arg,
-    method_call,
-    one_line,
-    parameter,
-    with_keyword_value,
-)
+from synclint.patterns import gpu_copy_target, one_line, with_keyword_value
 from synclint.rule import Invalid, Replacement, Rule, Valid
+from synclint.syntax import is_literal_false, keyword_arg, method_call, parameter
 from synclint.traversal import walk
 
 # Tensor methods whose result may share memory with the tensor they are called on (views,
@@ -213,7 +207,7 @@ class BlockingHostToDevice(Rule):
 
     def _check_copy(self, call: cst.Call, source: cst.BaseExpression, target: Where) -> None:
         flag = keyword_arg(call, "non_blocking")
-        if flag is None or _is_false(flag):
+        if flag is None or is_literal_false(flag):
             self._report_blocking(call, source, target)
         elif isinstance(flag, cst.Name) and flag.value == "True" and self._is_fresh_pageable(source):
             text = one_line(self.code_of(call))
@@ -306,7 +300,7 @@ class BlockingHostToDevice(Rule):
         if isinstance(expr, cst.Call):
             pin = keyword_arg(expr, "pin_memory")
             if pin is not None:
-                return not _is_false(pin)
+                return not is_literal_false(pin)
             return method_call(expr, "pin_memory") is not None
         if isinstance(expr, cst.Name) and expr.value not in seen:
             values = self._assigned_values(expr.value)
@@ -314,21 +308,21 @@ class BlockingHostToDevice(Rule):
                 value is not None and self._is_pinned(value, seen | {expr.value}) for value in values
             )
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            cls = self.ctx.devices.class_of(self.ctx.current_function())
-            values = self.ctx.attribute_assignments(cls).get(expr.attr.value) if cls is not None else None
+            cls = self.class_of(self.function)
+            values = self.attribute_assignments(cls).get(expr.attr.value) if cls is not None else None
             return bool(values) and all(self._is_pinned(value, seen) for value in values)
         return False
 
     def _assigned_values(self, name: str) -> list[cst.BaseExpression | None] | None:
         """The values assigned to a name of the current function (or module body); None for a
         parameter or a name assigned nowhere in it."""
-        scope = self.ctx.scopes[-1]
+        scope = self.scope
         if isinstance(scope, cst.FunctionDef) and parameter(scope, name) is not None:
             return None
         return self._assignments_in(scope).get(name)
 
     def _assignments_in(self, scope: cst.Module | cst.FunctionDef) -> dict[str, list[cst.BaseExpression | None]]:
-        return self.ctx.assignments(scope)
+        return self.assignments(scope)
 
     def _unknown_device_confidence(
         self, call: cst.Call, source: cst.BaseExpression, origin: Where
@@ -350,7 +344,7 @@ class BlockingHostToDevice(Rule):
             return Confidence.LOW
         if origin.confidence >= Confidence.HIGH or self._named_for(source, host=False):
             return None
-        func = self.ctx.current_function()
+        func = self.function
         tensor_origin = self._unknown_tensor_origin(source)
         if func is None or tensor_origin is None:
             return None
@@ -359,11 +353,9 @@ class BlockingHostToDevice(Rule):
         kind, name = tensor_origin
         if kind == "result":
             return Confidence.MEDIUM
-        qualname = self.ctx.devices.function_qualname(func)
-        if name in self.ctx.devices.view.device_params.get(qualname or "", {}):
+        if name in self.device_params(func):
             return None  # a caller passes a GPU tensor here: moving it is no copy
-        body = func.body.body if isinstance(func.body, cst.IndentedBlock) else ()
-        initial = self.ctx.devices.facts(func).env_before.get(id(body[0]), {}).get(name) if body else None
+        initial = self.where_on_entry(func, name)
         if initial is None or not initial.on_device or initial.confidence >= Confidence.HIGH:
             return None
         return Confidence.LOW if func.name.value == "forward" else Confidence.MEDIUM
@@ -375,7 +367,7 @@ class BlockingHostToDevice(Rule):
         variables, when that is one thing: ("parameter", name) for a parameter of the current
         function, ("result", name) for a call of a function of this module whose result is
         known only by its annotation."""
-        func = self.ctx.current_function()
+        func = self.function
         while True:
             if isinstance(expr, cst.Subscript):
                 expr = expr.value
@@ -384,7 +376,7 @@ class BlockingHostToDevice(Rule):
             elif isinstance(expr, cst.UnaryOperation):
                 expr = expr.expression
             elif isinstance(expr, cst.Call):
-                helper = self.ctx.devices.resolve_function(expr.func, func)
+                helper = self.resolve(expr.func)
                 if helper is not None:
                     return ("result", helper.name.value) if self._known_by_annotation(helper) else None
                 if not isinstance(expr.func, cst.Attribute):
@@ -408,8 +400,8 @@ class BlockingHostToDevice(Rule):
     def _known_by_annotation(self, helper: cst.FunctionDef) -> bool:
         """Whether all the model knows of a local function's result is its `-> torch.Tensor`,
         and the function puts nothing on a device itself (no `device=`, `.to(...)`, `.cuda()`)."""
-        returned = self.ctx.devices.returns_of(helper)
-        bodies = self.ctx.devices.facts(helper).returns
+        returned = self.returns_of(helper)
+        bodies = self.returned_values(helper)
         return (
             returned.on_device
             and returned.confidence < Confidence.HIGH
@@ -436,7 +428,7 @@ class BlockingHostToDevice(Rule):
             name = expr.value
         else:
             return False
-        by_name = self.ctx.devices.conventions.classify(name)
+        by_name = self.classify_name(name)
         if host:
             return name == "cpu" or (by_name is not None and by_name.on_host)
         return name == "gpu" or (by_name is not None and by_name.on_device)
@@ -457,6 +449,3 @@ def _places_on_a_device(func: cst.FunctionDef) -> bool:
     walk(func, finder)
     return finder.found
 
-
-def _is_false(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"

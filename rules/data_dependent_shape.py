@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from synclint.devices import Place, Where
+from synclint.devices.lattice import Place, Where
 from synclint.model import Applicability, Confidence
-from synclint.patterns import (
-    BoolTensors,
-    in_cpu_module,
-    keyword_arg,
-    one_line,
-    parameter,
-    with_keyword_arg,
-)
+from synclint.patterns import BoolTensors, one_line, with_keyword_arg
 from synclint.rule import Invalid, Replacement, Rule, Valid
+from synclint.syntax import argument, keyword_arg, parameter
 
 NONZERO_STATIC = "`torch.nonzero_static(..., size=n)` with a known upper bound does not wait"
 SAME_SHAPE = "a 3-argument `torch.where(mask, x, fill)` or `masked_fill` keeps the shape and does not wait"
@@ -214,23 +208,16 @@ class DataDependentShape(Rule):
             message += f"; {ALTERNATIVES[op]}"
         self.report_where(call, message, where, fix=fix)
 
-    def _argument(self, call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
-        value = keyword_arg(call, keyword)
-        if value is not None:
-            return value
-        positional = [a.value for a in call.args if a.keyword is None]
-        return positional[position] if len(positional) > position else None
-
     def _size_argument(self, call: cst.Call, op: str) -> cst.BaseExpression | None:
         """The size argument as written (`output_size=` is keyword-only; `num_classes` is not)."""
         if op == "one_hot":
-            return self._argument(call, "num_classes", 1)
+            return argument(call, 1, "num_classes")
         return keyword_arg(call, SIZE_KEYWORD[op])
 
     def _histc_has_range(self, call: cst.Call, as_method: bool) -> bool:
         """`min=` and `max=` both given, and not both 0 (which means "take them from the data")."""
         first = 1 if as_method else 2
-        low, high = self._argument(call, "min", first), self._argument(call, "max", first + 1)
+        low, high = argument(call, first, "min"), argument(call, first + 1, "max")
         if low is None or high is None:
             return False
         return not (_is_zero(low) and _is_zero(high))
@@ -262,8 +249,8 @@ class DataDependentShape(Rule):
 
     def _size_in_scope(self, op: str) -> str | None:
         """The one host value in scope named like the size `op` needs, else None."""
-        scope = self.ctx.scopes[-1]
-        assigned = self.ctx.assignments(scope)
+        scope = self.scope
+        assigned = self.assignments(scope)
         found = []
         for name in SIZE_NAMES[op]:
             is_parameter = isinstance(scope, cst.FunctionDef) and parameter(scope, name) is not None
@@ -275,7 +262,7 @@ class DataDependentShape(Rule):
         return found[0] if len(found) == 1 else None
 
     def report_where(self, node: cst.CSTNode, message: str, where: Where, fix: Replacement | None = None) -> None:
-        if where.confidence < Confidence.HIGH and in_cpu_module(self.ctx.relpath):
+        if where.confidence < Confidence.HIGH and self.host_code:
             return  # CPU kernels: a tensor of unknown device there is a host tensor
         super().report_where(node, message, where, fix)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from synclint.devices import dotted_name, parameter
 from synclint.model import Confidence
 from synclint.patterns import one_line
 from synclint.rule import Invalid, Rule, Valid
+from synclint.syntax import dotted_name, parameter
 from synclint.traversal import walk
 
 # Modules whose `synchronize()` waits for everything queued on the device.
@@ -137,7 +137,7 @@ class ExplicitSynchronize(Rule):
 
     def _check_helper_call(self, node: cst.Call) -> None:
         """A call of a small local helper whose job is a device-wide synchronize (`self._sync_device()`)."""
-        helper = self.ctx.devices.resolve_function(node.func, self.ctx.scopes[-1])
+        helper = self.resolve(node.func)
         if helper is None:
             return
         if id(helper) not in self._helpers:
@@ -215,19 +215,19 @@ class ExplicitSynchronize(Rule):
 
     def _bound_values(self, receiver: cst.BaseExpression) -> list[cst.BaseExpression]:
         """What a local name, or `self.x` in any method of the class, was assigned."""
-        scope = self.ctx.scopes[-1]
+        scope = self.scope
         if isinstance(receiver, cst.Name):
-            return [v for v in self.ctx.assignments(scope).get(receiver.value, []) if v is not None]
+            return [v for v in self.assignments(scope).get(receiver.value, []) if v is not None]
         if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
-            cls = self.ctx.devices.class_of(self.ctx.current_function())
+            cls = self.class_of(self.function)
             if cls is None:
                 return []
-            return self.ctx.attribute_assignments(cls).get(receiver.attr.value, [])
+            return self.attribute_assignments(cls).get(receiver.attr.value, [])
         return []
 
     def _annotated_kind(self, receiver: cst.BaseExpression) -> str | None:
         """`stream` or `event` for a parameter annotated `torch.cuda.Stream`, `torch.Event`, ..."""
-        func = self.ctx.current_function()
+        func = self.function
         if func is None or not isinstance(receiver, cst.Name):
             return None
         param = parameter(func, receiver.value)

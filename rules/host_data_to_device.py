@@ -7,19 +7,20 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from synclint.devices import HOST, Place, Where, dotted_name
+from synclint.devices.lattice import HOST, Place, Where
+from synclint.devices.torch_api import HOST_DATA_CONSTRUCTORS
 from synclint.model import Applicability, Confidence
-from synclint.patterns import (
-    HOST_DATA_CONSTRUCTORS,
-    gpu_copy_target,
-    keyword_arg,
-    method_call,
-    one_line,
-    parameter,
-    with_keyword_arg,
-    with_keyword_value,
-)
+from synclint.patterns import gpu_copy_target, one_line, with_keyword_arg, with_keyword_value
 from synclint.rule import Invalid, Option, Replacement, Rule, Valid
+from synclint.syntax import (
+    dotted_name,
+    is_literal_false,
+    keyword_arg,
+    keywords,
+    method_call,
+    parameter,
+    positional_args,
+)
 
 # The signatures vLLM's `async_tensor_h2d` has had: (data, device, dtype=None) since 0.26,
 # (data, dtype, target_device, pin_memory) before.
@@ -245,18 +246,18 @@ class HostDataToDevice(Rule):
 
     def _check_constructor(self, call: cst.Call, qual: str) -> None:
         """`torch.tensor(data, device=dev)`, `torch.as_tensor(data, dtype, dev)`."""
-        positional = _positional(call)
+        positional = positional_args(call)
         device_arg = keyword_arg(call, "device")
         if device_arg is None and qual == "torch.as_tensor" and len(positional) == 3:
             device_arg = positional[2]
         if device_arg is None or not positional:
             return
-        target = self._placement(device_arg)
+        target = self.placement(device_arg)
         origin = self._data_origin(positional[0], qual)
         if not target.on_device or origin is None:
             return
         fix = None
-        if len(positional) == 1 and _keywords(call) <= MOVABLE_KEYWORDS:
+        if len(positional) == 1 and keywords(call) <= MOVABLE_KEYWORDS:
             on_host = _without_keyword(call, "device")
             plan = FixPlan(
                 data=positional[0],
@@ -271,17 +272,17 @@ class HostDataToDevice(Rule):
     def _check_chain(self, call: cst.Call, attr: cst.Attribute, built: cst.Call) -> None:
         """`torch.tensor(data).to(dev)`, `torch.from_numpy(a).cuda()`."""
         built_device = keyword_arg(built, "device")
-        if built_device is not None and not self._placement(built_device).on_host:
+        if built_device is not None and not self.placement(built_device).on_host:
             return  # built on the GPU already: `_check_constructor` reports it
-        built_positional = _positional(built)
+        built_positional = positional_args(built)
         origin = self._data_origin(built_positional[0], self.qualname(built.func) or "") if built_positional else None
         target = gpu_copy_target(self, call)
         if origin is None or target is None:
             return
         flag = keyword_arg(call, "non_blocking")
         pin = keyword_arg(built, "pin_memory")
-        pinned = pin is not None and not _is_false(pin)
-        fixable = len(built_positional) == 1 and _keywords(built) <= {"dtype", "device", "pin_memory"}
+        pinned = pin is not None and not is_literal_false(pin)
+        fixable = len(built_positional) == 1 and keywords(built) <= {"dtype", "device", "pin_memory"}
         data = built_positional[0]
         pinned_chain = None
         if fixable:
@@ -289,18 +290,18 @@ class HostDataToDevice(Rule):
             pinned_chain = with_keyword_value(
                 call.with_changes(func=attr.with_changes(value=built_pinned)), "non_blocking", cst.Name("True")
             )
-        if flag is None or _is_false(flag):
+        if flag is None or is_literal_false(flag):
             fix = None
             if fixable and pinned:  # pinned already: only the flag is missing
                 fix = self._replacement(call, pinned_chain, Applicability.SAFE, "Add `non_blocking=True`")
             elif fixable:
                 # The helper replaces `torch.tensor(data, dtype=D).to(dev)` when nothing else is said.
-                device_arg = keyword_arg(call, "device") or (_positional(call) or [None])[0]
+                device_arg = keyword_arg(call, "device") or (positional_args(call) or [None])[0]
                 fits_helper = (
                     device_arg is not None
                     and attr.attr.value == "to"
-                    and len(_positional(call)) <= 1
-                    and _keywords(call) <= {"device", "non_blocking"}
+                    and len(positional_args(call)) <= 1
+                    and keywords(call) <= {"device", "non_blocking"}
                     and built_device is None
                     and pin is None
                 )
@@ -322,16 +323,16 @@ class HostDataToDevice(Rule):
 
     def _check_new_tensor(self, call: cst.Call, receiver: cst.BaseExpression) -> None:
         """`gpu_tensor.new_tensor(data)`: a new tensor on the receiver's device, with its dtype."""
-        positional = _positional(call)
+        positional = positional_args(call)
         device_arg = keyword_arg(call, "device")
-        target = self._placement(device_arg) if device_arg is not None else self.where(receiver)
+        target = self.placement(device_arg) if device_arg is not None else self.where(receiver)
         origin = self._data_origin(positional[0], "torch.tensor") if len(positional) == 1 else None
         if not target.on_device or origin is None:
             return
         fix = None
         dtype = keyword_arg(call, "dtype")
         named_once = dtype is not None and device_arg is not None
-        if _keywords(call) <= MOVABLE_KEYWORDS and (named_once or dotted_name(receiver) is not None):
+        if keywords(call) <= MOVABLE_KEYWORDS and (named_once or dotted_name(receiver) is not None):
             dtype = dtype or cst.Attribute(value=receiver, attr=cst.Name("dtype"))
             device_arg = device_arg or cst.Attribute(value=receiver, attr=cst.Name("device"))
             built = cst.Call(func=self._torch_tensor_func()[0], args=[cst.Arg(positional[0])])
@@ -372,7 +373,7 @@ class HostDataToDevice(Rule):
     def _is_local_object(self, data: cst.BaseExpression) -> bool:
         """`SomeClass(...)` for a class defined in this module."""
         func = data.func if isinstance(data, cst.Call) else None
-        return isinstance(func, cst.Name) and func.value in self.ctx.devices.classes
+        return isinstance(func, cst.Name) and self.local_class(func.value) is not None
 
     def _report(self, call: cst.Call, message: str, origin: Where, target: Where, fix: Replacement | None) -> None:
         message = message.format(one_line(self.code_of(call)))
@@ -431,11 +432,11 @@ class HostDataToDevice(Rule):
             return DataKind.NUMPY if qual.startswith("numpy.") else DataKind.UNKNOWN
         if not isinstance(data, cst.Name) or data.value in seen:
             return DataKind.UNKNOWN
-        scope = self.ctx.scopes[-1]
+        scope = self.scope
         param = parameter(scope, data.value) if isinstance(scope, cst.FunctionDef) else None
         if param is not None:
             return self._annotated_kind(param.annotation.annotation) if param.annotation else DataKind.UNKNOWN
-        values = self.ctx.assignments(scope).get(data.value) or [None]
+        values = self.assignments(scope).get(data.value) or [None]
         kinds = {self._data_kind(v, seen | {data.value}) if v is not None else DataKind.UNKNOWN for v in values}
         return kinds.pop() if len(kinds) == 1 else DataKind.UNKNOWN
 
@@ -460,7 +461,7 @@ class HostDataToDevice(Rule):
     def _with_pin(self, built: cst.Call) -> cst.Call:
         pin, _ = self._pin_flag()
         existing = keyword_arg(built, "pin_memory")
-        if existing is not None and not _is_false(existing):
+        if existing is not None and not is_literal_false(existing):
             return built
         return with_keyword_value(built, "pin_memory", pin)
 
@@ -470,7 +471,7 @@ class HostDataToDevice(Rule):
 
     def _torch_module(self) -> tuple[str, list[str]]:
         """The name this module imports torch as, and the import to add when it does not."""
-        for local, qual in self.ctx.devices.imports.aliases.items():
+        for local, qual in self.import_aliases().items():
             if qual == "torch":
                 return local, []
         return "torch", ["import torch"]
@@ -501,21 +502,16 @@ class HostDataToDevice(Rule):
         name = name or HELPER_NAME
         if configured and not (module and name.isidentifier()):
             return None
-        enclosing = {scope.name.value for scope in self.ctx.scopes if isinstance(scope, cst.FunctionDef)}
+        enclosing = {func.name.value for func in self.functions_around()}
         if name in enclosing:
             return None  # inside the helper itself
-        for local, (source, imported) in _module_imports(self.ctx.module).items():
+        for local, (source, imported) in _module_imports(self.module).items():
             if imported == name and (not configured or source == module):
                 return local, []
-        if name in self.ctx.devices.functions:
+        if self.local_function(name) is not None:
             return name, []
         return (name, [f"from {module} import {name}"]) if configured else None
 
-    def _placement(self, device_arg: cst.BaseExpression) -> Where:
-        return self.ctx.devices.placement(device_arg, self.ctx.scopes[-1], self._statement())
-
-    def _statement(self) -> cst.CSTNode | None:
-        return self.ctx.statements[-1] if self.ctx.statements else None
 
 
 def _module_imports(module: cst.Module) -> dict[str, tuple[str, str]]:
@@ -563,16 +559,10 @@ def _without_keyword(call: cst.Call, name: str) -> cst.Call:
     return call.with_changes(args=args)
 
 
-def _positional(call: cst.Call) -> list[cst.BaseExpression]:
-    return [arg.value for arg in call.args if arg.keyword is None]
 
 
-def _keywords(call: cst.Call) -> set[str]:
-    return {arg.keyword.value for arg in call.args if arg.keyword is not None}
 
 
-def _is_false(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"
 
 
 def _is_python_list(expr: cst.BaseExpression) -> bool:

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from synclint.devices import Place, Where
+from synclint.devices.conventions import MASK_NAME
+from synclint.devices.lattice import Place, Where
 from synclint.model import Confidence
-from synclint.patterns import (
-    MASK_NAME,
-    BoolTensors,
-    bool_operands,
-    in_cpu_module,
-    keyword_arg,
-    method_call,
-    one_line,
-    parameter,
-    tensor_phrase,
-)
+from synclint.patterns import BoolTensors, bool_operands, one_line, tensor_phrase
 from synclint.rule import Invalid, Rule, Valid
+from synclint.syntax import keyword_arg, may_be_true, method_call, parameter
 
 # Builtins that turn a tensor into a Python number (`bool(t)` is SYNC101's).
 NUMBER_BUILTINS = ("int", "float", "complex")
@@ -269,14 +261,14 @@ class HostRead(Rule):
             self._report(call, where, "copies the values to the host")
         elif method in ("item", "tolist", "cpu") and id(call) not in self._tested_items:
             self._report_operand(call, receiver, f"copies {'the values' if method != 'item' else 'a value'} to the host")
-        elif method == "numpy" and _is_true(keyword_arg(call, "force")):
+        elif method == "numpy" and may_be_true(keyword_arg(call, "force")):
             self._report_operand(call, receiver, "copies the values to the host")
-        elif method == "to" and not _is_true(keyword_arg(call, "non_blocking")):
+        elif method == "to" and not may_be_true(keyword_arg(call, "non_blocking")):
             if self.where(call).place is Place.HOST_TENSOR and not _to_meta(call):
                 self._report_operand(call, receiver, "is a blocking device-to-host copy")
         elif method == "type" and call.args and _is_host_tensor_type(self.qualname(call.args[0].value)):
             self._report_operand(call, receiver, "is a blocking device-to-host copy (a CPU tensor type)")
-        elif method == "copy_" and call.args and not _is_true(keyword_arg(call, "non_blocking")):
+        elif method == "copy_" and call.args and not may_be_true(keyword_arg(call, "non_blocking")):
             # Only a proven CUDA source: a tensor of unknown device copied into a host buffer
             # is as often host data staged into pinned memory.
             source = self.where(call.args[0].value)
@@ -370,9 +362,7 @@ class HostRead(Rule):
             return
 
     def _indexed_by_a_tensor(self, value: cst.BaseExpression) -> Where:
-        scope = self.ctx.scopes[-1]
-        model = self.ctx.devices
-        in_module = isinstance(scope, cst.FunctionDef) and model.is_module_class(model.class_of(scope))
+        in_module = self.function is not None and self.is_module_class(self.class_of(self.function))
         text = one_line(self.code_of(value))
         if in_module:
             return Where(Place.DEVICE, Confidence.MEDIUM, f"`{text}` is indexed by a tensor, so it is one; in an nn.Module it likely lives on the GPU")
@@ -416,17 +406,17 @@ class HostRead(Rule):
 
     def _name_is_sequence(self, name: str, seen: frozenset[str]) -> bool:
         """A parameter annotated as a sequence, or a name whose every assignment in scope is one."""
-        scope = self.ctx.scopes[-1]
+        scope = self.scope
         param = parameter(scope, name) if isinstance(scope, cst.FunctionDef) else None
         if param is not None:
             return param.annotation is not None and _is_sequence_annotation(param.annotation.annotation)
-        values = self.ctx.assignments(scope).get(name, [])
+        values = self.assignments(scope).get(name, [])
         return bool(values) and all(value is not None and self._is_host_sequence(value, seen) for value in values)
 
     # ---- reporting ---------------------------------------------------------------------
 
     def report_where(self, node: cst.CSTNode, message: str, where: Where, fix=None) -> None:
-        if where.confidence < Confidence.HIGH and in_cpu_module(self.ctx.relpath):
+        if where.confidence < Confidence.HIGH and self.host_code:
             return  # CPU kernels: a tensor of unknown device there is a host tensor
         super().report_where(node, message, where, fix)
 
@@ -435,7 +425,7 @@ class HostRead(Rule):
 
         Modules (`model.cpu()`) are the exception, so only data-like names count.
         """
-        if self.where(receiver).place is not Place.UNKNOWN or in_cpu_module(self.ctx.relpath):
+        if self.where(receiver).place is not Place.UNKNOWN or self.host_code:
             return False
         name = receiver.attr.value if isinstance(receiver, cst.Attribute) else getattr(receiver, "value", "")
         if not isinstance(name, str) or not name or name == "self":
@@ -456,15 +446,6 @@ class HostRead(Rule):
         return f"the tensor `{one_line(self.code_of(value))}`"
 
 
-def _is_true(value: cst.BaseExpression | None) -> bool:
-    """Whether an argument may be true: anything but an absent, `False` or `0` value."""
-    if value is None:
-        return False
-    if isinstance(value, cst.Name):
-        return value.value != "False"
-    if isinstance(value, cst.Integer):
-        return value.value != "0"
-    return True
 
 
 def _size_arguments(call: cst.Call, first_only: bool) -> list[cst.BaseExpression]:

@@ -6,10 +6,9 @@ import re
 
 import libcst as cst
 
-from synclint.devices import dotted_name
 from synclint.model import Applicability, Confidence
-from synclint.patterns import find_all, method_call
 from synclint.rule import Invalid, Replacement, Rule, Valid
+from synclint.syntax import dotted_name, find_all, method_call
 
 # Names of sentinel constants that mark unfilled slots at the end of a list.
 SENTINEL_NAME = re.compile(r"placeholder|sentinel|(^|_)pad(ding)?(_|$)", re.IGNORECASE)
@@ -170,8 +169,8 @@ class PlaceholderForwardScan(Rule):
             if any(not isinstance(node, cst.Name) or node.value == target.value for node in found):
                 return None
         i, lst, value = target.value, self.code_of(receiver), self.code_of(sentinel)
-        newline, indentation = self.ctx.module.default_newline, self.ctx.indentation()
-        body_indentation = indentation + self.ctx.module.default_indent
+        newline, indentation = self.module.default_newline, self.indentation()
+        body_indentation = indentation + self.module.default_indent
         scan = (
             f"{i} = len({lst}){newline}"
             f"{indentation}while {i} > 0 and {lst}[{i} - 1] == {value}:{newline}"

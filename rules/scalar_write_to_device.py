@@ -7,19 +7,12 @@ import re
 
 import libcst as cst
 
-from synclint.devices import Place, dotted_name
+from synclint.devices.conventions import MASK_NAME
+from synclint.devices.lattice import Place
 from synclint.model import Applicability, Confidence
-from synclint.patterns import (
-    MASK_NAME,
-    find_all,
-    in_cpu_module,
-    method_call,
-    one_line,
-    parameter,
-    statements_code,
-    tensor_phrase,
-)
+from synclint.patterns import one_line, statements_code, tensor_phrase
 from synclint.rule import Invalid, Replacement, Rule, Valid
+from synclint.syntax import dotted_name, find_all, method_call, parameter
 
 
 class Index(enum.Enum):
@@ -217,7 +210,7 @@ class ScalarWriteToDevice(Rule):
         self._loop_counters: dict[int, set[str]] = {}
 
     def visit_For(self, node: cst.For) -> None:
-        self._loops.append((node, self.ctx.indentation()))
+        self._loops.append((node, self.indentation()))
 
     def leave_For(self, original_node: cst.For) -> None:
         self._loops.pop()
@@ -235,7 +228,7 @@ class ScalarWriteToDevice(Rule):
         tensor = self.where(target.value)
         if not tensor.on_device:
             return
-        if tensor.confidence < Confidence.HIGH and in_cpu_module(self.ctx.relpath):
+        if tensor.confidence < Confidence.HIGH and self.host_code:
             return  # a module of CPU kernels: tensors of unknown device are host tensors
         value = self.where(assign.value)
         confidence = tensor.confidence
@@ -314,20 +307,20 @@ class ScalarWriteToDevice(Rule):
             return True
         if method_call(call, *SCALAR_METHODS) is not None or (self.qualname(call.func) or "").startswith("math."):
             return True
-        function = self.ctx.devices.resolve_function(call.func, self.ctx.current_function())
+        function = self.resolve(call.func)
         return function is not None and function.returns is not None and _names_scalar(function.returns.annotation)
 
     def _is_scalar_name(self, name: str, depth: int) -> bool:
         """A parameter annotated as a number, or a name only ever bound to numbers: by
         assignment, or as the counter of `for ... in range(...)` / `enumerate(...)`."""
-        func = self.ctx.current_function()
+        func = self.function
         if func is not None:
             param = parameter(func, name)
             if param is not None:
                 return param.annotation is not None and _names_scalar(param.annotation.annotation)
         bound = self._assignments().get(name)
         if bound is None and func is not None:
-            bound = self._assignments(self.ctx.module).get(name)  # a module constant
+            bound = self._assignments(self.module).get(name)  # a module constant
         if not bound:
             return False
         counters = self._counters()
@@ -341,7 +334,7 @@ class ScalarWriteToDevice(Rule):
 
     def _counters(self) -> set[str]:
         """Names bound as `for i in range(...)` or as the index of `for i, x in enumerate(...)`."""
-        scope = self.ctx.current_function() or self.ctx.module
+        scope = self.function or self.module
         if id(scope) not in self._loop_counters:
             counters: set[str] = set()
             for loop in find_all(scope, cst.For, cst.CompFor):
@@ -404,8 +397,8 @@ class ScalarWriteToDevice(Rule):
 
     def _assignments(self, scope: cst.Module | cst.FunctionDef | None = None) -> dict[str, list[cst.BaseExpression | None]]:
         """What each name is assigned in `scope`, by default the function being visited (cached)."""
-        scope = scope or self.ctx.current_function() or self.ctx.module
-        return self.ctx.assignments(scope)
+        scope = scope or self.function or self.module
+        return self.assignments(scope)
 
     def _rank(self, tensor: cst.BaseExpression) -> int | None:
         """The number of dimensions of a tensor made in this function or class, when every
@@ -413,8 +406,8 @@ class ScalarWriteToDevice(Rule):
         if isinstance(tensor, cst.Name):
             made = self._assignments().get(tensor.value, [])
         elif isinstance(tensor, cst.Attribute) and isinstance(tensor.value, cst.Name) and tensor.value.value == "self":
-            cls = self.ctx.devices.self_class(self.ctx.current_function())
-            made = self.ctx.attribute_assignments(cls).get(tensor.attr.value, []) if cls is not None else []
+            cls = self.self_class()
+            made = self.attribute_assignments(cls).get(tensor.attr.value, []) if cls is not None else []
         else:
             return None
         ranks = {self._factory_rank(value) for value in made}
@@ -463,7 +456,7 @@ class ScalarWriteToDevice(Rule):
         positions = [element.slice.value for element in target.slice]
         if any(self.where(position).place is not Place.HOST for position in positions):
             return None  # a device scalar in a host list would be copied back one by one
-        bound = set(self.ctx.assignments(loop))  # names the loop rebinds, its own target included
+        bound = set(self.assignments(loop))  # names the loop rebinds, its own target included
         root = receiver.split(".", 1)[0]
         if root in bound or not _is_invariant(assign.value, bound, self.qualname):
             return None
@@ -471,7 +464,7 @@ class ScalarWriteToDevice(Rule):
         if any(dotted_name(use) == receiver for use in uses if use is not target.value):
             return None  # the loop reads or writes the tensor elsewhere: the writes must stay in order
         lists, indices = self._fresh_names(len(positions))
-        module = self.ctx.module
+        module = self.module
         config = module.config_for_parsing
         appends = [
             cst.parse_statement(f"{name}.append({self.code_of(position)})", config)
@@ -512,7 +505,7 @@ class ScalarWriteToDevice(Rule):
             bases = ["rows", "cols"]
         else:
             bases = [f"dim{k}" for k in range(count)]
-        taken = {name.value for name in find_all(self.ctx.current_function() or self.ctx.module, cst.Name)}
+        taken = {name.value for name in find_all(self.function or self.module, cst.Name)}
         suffix = ""
         number = 1
         while any(f"{base}_{kind}{suffix}" in taken for base in bases for kind in ("list", "idx")):

@@ -6,7 +6,7 @@ import libcst as cst
 
 from synclint.model import Confidence
 from synclint.patterns import one_line
-from synclint.project import short_name
+from synclint.project.facts import short_name
 from synclint.rule import Invalid, Rule, Site, Valid
 
 HELPER_IN_LOOP = """\
@@ -141,14 +141,14 @@ class SyncInCallee(Rule):
         self._calls: list[tuple[cst.Call, str, Site]] = []  # judged in `finish`
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.context() not in ("loop", "step"):
+        if self.context() not in ("loop", "step"):
             return
-        callee = self.ctx.devices.callee_qualname(node.func, self.ctx.scopes[-1])
+        callee = self.callee(node.func)
         if callee is not None:
-            self._calls.append((node, callee, self.ctx.site()))
+            self._calls.append((node, callee, self.site()))
 
     def finish(self) -> None:
-        index = self.ctx.index
+        index = self.index
         if index is None:
             return
         for node, callee, site in self._calls:
@@ -156,7 +156,7 @@ class SyncInCallee(Rule):
             if fact is None or fact.chain is None or fact.is_property:
                 continue
             scope = site.scope
-            if isinstance(scope, cst.FunctionDef) and self.ctx.devices.function_qualname(scope) in fact.chain.steps:
+            if isinstance(scope, cst.FunctionDef) and self.function_qualname(scope) in fact.chain.steps:
                 continue  # recursion: the caller's own sync is reported where it is
             where = "in a loop" if site.context == "loop" else "in a per-step method"
             message = (

@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from synclint.model import Applicability, Confidence
-from synclint.patterns import bool_operands, find_all, logical_nodes, method_call, statements_code, tensor_phrase
+from synclint.patterns import bool_operands, logical_nodes, statements_code, tensor_phrase
 from synclint.rule import Invalid, Replacement, Rule, Valid
+from synclint.syntax import find_all, method_call
 
 GUARDED_CLAMP = """import torch
 
@@ -164,7 +165,7 @@ class SyncInCondition(Rule):
             return None
         return Replacement(
             node,
-            statements_code(self.ctx.module, body, self.ctx.indentation()),
+            statements_code(self.module, body, self.indentation()),
             Applicability.UNSAFE,
             "Clamp unconditionally (for float16 this also clamps finite values beyond the bound)",
         )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from synclint.devices import dotted_name
 from synclint.model import Applicability, Confidence
 from synclint.patterns import one_line
 from synclint.rule import Invalid, Option, Replacement, Rule, Site, Valid
+from synclint.syntax import dotted_name
 
 SEED_BEFORE = """\
 from dataclasses import dataclass
@@ -142,15 +142,14 @@ class SyncProperty(Rule):
         # Attributes being assigned or deleted: writes, not reads.
         self._stores: set[int] = set()
         self._configured = _configured_table(self.option("sync-properties"))
-        devices = ctx.devices
         # Names of properties defined here or known to sync elsewhere: reads of other names
         # cannot be reads of a syncing property.
         self._property_names = {
             stmt.name.value
-            for cls in devices.classes.values()
+            for cls in self.local_classes()
             for stmt in (cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ())
             if isinstance(stmt, cst.FunctionDef) and any(_is_plain_property(d) for d in stmt.decorators)
-        } | devices.view.properties.keys()
+        } | self.view.properties.keys()
         self._reads: list[tuple[cst.Attribute, str | None, Site]] = []  # judged in `finish`
 
     # ---- where attributes are written, not read -------------------------------------
@@ -194,14 +193,13 @@ class SyncProperty(Rule):
         configured = self._configured.get(name)
         if configured is None and name not in self._property_names:
             return
-        devices = self.ctx.devices
-        if isinstance(node.value, cst.Name) and node.value.value in devices.classes:
+        if isinstance(node.value, cst.Name) and self.local_class(node.value.value) is not None:
             return  # `Class.prop` is the property object itself
-        receiver = devices.receiver_class(node.value, self.ctx.scopes[-1])
+        receiver = self.receiver_class(node.value)
         if configured is not None:
             self._report_configured(node, name, configured, self._simple_names(receiver), one_line(self.code_of(node)))
         else:
-            self._reads.append((node, receiver, self.ctx.site()))
+            self._reads.append((node, receiver, self.site()))
 
     def _report_configured(
         self, node: cst.Attribute, name: str, entries: list[tuple[str | None, str]], owners: set[str] | None, text: str
@@ -238,7 +236,7 @@ class SyncProperty(Rule):
             if name in names:
                 continue
             names.add(name)
-            cls = self.ctx.devices.classes.get(name)
+            cls = self.local_class(name)
             if cls is not None:
                 pending.extend(n.rsplit(".", 1)[-1] for b in cls.bases if (n := dotted_name(b.value)) is not None)
         return names
@@ -246,7 +244,7 @@ class SyncProperty(Rule):
     # ---- properties found by the project index ----------------------------------------
 
     def finish(self) -> None:
-        index = self.ctx.index
+        index = self.index
         if index is None:
             return
         for node, receiver, site in self._reads:

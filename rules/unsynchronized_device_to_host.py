@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from synclint.devices import Place, Where, dotted_name
+from synclint.devices.lattice import Place, Where
 from synclint.model import Confidence
-from synclint.patterns import keyword_arg, method_call, one_line
+from synclint.patterns import one_line
 from synclint.rule import Invalid, Rule, Valid
+from synclint.syntax import dotted_name, is_literal_true, keyword_arg, method_call
 
 # Tensor (and numpy) methods that compute on the host from the tensor's memory.
 READ_METHODS = frozenset(
@@ -194,7 +195,7 @@ class UnsynchronizedDeviceToHost(Rule):
     def _nonblocking_to_host(self, call: cst.BaseExpression) -> Where | None:
         """For `x.to(<host>, non_blocking=True)` with `x` on the GPU: where `x` lives."""
         func = method_call(call, "to")
-        if func is None or not _is_true(keyword_arg(call, "non_blocking")):
+        if func is None or not is_literal_true(keyword_arg(call, "non_blocking")):
             return None
         source = self.where(func.value)
         if not source.on_device or self.where(call).place is not Place.HOST_TENSOR:
@@ -204,7 +205,7 @@ class UnsynchronizedDeviceToHost(Rule):
     def _nonblocking_copy_into_host(self, call: cst.Call) -> tuple[str, Where] | None:
         """For `host[...].copy_(x, non_blocking=True)` with `x` on the GPU: `host`'s name and where `x` lives."""
         func = method_call(call, "copy_")
-        if func is None or not call.args or not _is_true(keyword_arg(call, "non_blocking")):
+        if func is None or not call.args or not is_literal_true(keyword_arg(call, "non_blocking")):
             return None
         source = self.where(call.args[0].value)
         if not source.on_device:
@@ -245,7 +246,7 @@ class UnsynchronizedDeviceToHost(Rule):
             return True
         if isinstance(func, cst.Attribute) and last in BLOCKING_READS:
             return self.where(func.value).on_device
-        if isinstance(func, cst.Attribute) and last == "to" and not _is_true(keyword_arg(call, "non_blocking")):
+        if isinstance(func, cst.Attribute) and last == "to" and not is_literal_true(keyword_arg(call, "non_blocking")):
             return self.where(func.value).on_device and self.where(call).place is Place.HOST_TENSOR
         if isinstance(func, cst.Name) and last in ("int", "float", "bool") and len(call.args) == 1:
             return self.where(call.args[0].value).on_device
@@ -349,6 +350,3 @@ def _with_buffer_views(names: set[str]) -> set[str]:
     """vLLM's CpuGpuBuffer: `buf.np` is a numpy view of `buf.cpu`'s memory."""
     return names | {name[: -len(".cpu")] + ".np" for name in names if name.endswith(".cpu")}
 
-
-def _is_true(value: cst.BaseExpression | None) -> bool:
-    return isinstance(value, cst.Name) and value.value == "True"

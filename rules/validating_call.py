@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from synclint.devices import Where, combine, dotted_name
+from synclint.devices.lattice import Where, combine
 from synclint.model import Applicability, Confidence
-from synclint.patterns import method_call, one_line
+from synclint.patterns import one_line
 from synclint.rule import Invalid, Replacement, Rule, Valid
+from synclint.syntax import argument, dotted_name, keyword_arg, method_call, positional_args
 from synclint.traversal import walk
 
 
@@ -186,7 +187,7 @@ class ValidatingCall(Rule):
         if qual in CHECKED_SOLVERS:
             self._check_solver(node, qual, CHECKED_SOLVERS[qual])
         elif qual in COMPARISONS:
-            self._check_comparison(node, _positional(node, 2))
+            self._check_comparison(node, positional_args(node)[:2])
         elif qual == "torch.isin":
             self._check_isin(node)
         elif qual in CLIP_GRAD_NORM:
@@ -199,7 +200,7 @@ class ValidatingCall(Rule):
     # ---- linalg --------------------------------------------------------------------
 
     def _check_solver(self, node: cst.Call, qual: str, solver: CheckedSolver) -> None:
-        where = self._tensor_operands(_positional(node, solver.positional))
+        where = self._tensor_operands(positional_args(node)[: solver.positional])
         if not where.on_device:
             return
         self.report_where(node, self._solver_message(node, solver), where, fix=self._ex_fix(node, qual, solver))
@@ -211,7 +212,7 @@ class ValidatingCall(Rule):
         )
 
     def _ex_fix(self, node: cst.Call, qual: str, solver: CheckedSolver) -> Replacement | None:
-        if any(a.star for a in node.args) or _keyword(node, "out") is not None:
+        if any(a.star for a in node.args) or keyword_arg(node, "out") is not None:
             return None
         if sum(1 for a in node.args if a.keyword is None) > solver.positional:
             return None
@@ -237,7 +238,7 @@ class ValidatingCall(Rule):
 
     def _torch_alias(self) -> str | None:
         """The name under which the module imports torch itself (`torch`, `T`), if it does."""
-        for local, full in self.ctx.devices.imports.aliases.items():
+        for local, full in self.import_aliases().items():
             if full == "torch":
                 return local
         return None
@@ -253,8 +254,8 @@ class ValidatingCall(Rule):
             self.report_where(node, message, where)
 
     def _check_isin(self, node: cst.Call) -> None:
-        elements = _argument(node, 0, "elements")
-        test = _argument(node, 1, "test_elements")
+        elements = argument(node, 0, "elements")
+        test = argument(node, 1, "test_elements")
         if elements is None or test is None or self._is_short_literal(test):
             return
         where = self._tensor_operands([elements, test])
@@ -288,14 +289,14 @@ class ValidatingCall(Rule):
         return False
 
     def _assignments(self) -> dict[str, list[cst.BaseExpression | None]]:
-        scope = self.ctx.scopes[-1]
-        return self.ctx.assignments(scope)
+        scope = self.scope
+        return self.assignments(scope)
 
     def _check_clip_grad_norm(self, node: cst.Call) -> None:
-        flag = _keyword(node, "error_if_nonfinite")
+        flag = keyword_arg(node, "error_if_nonfinite")
         if not (isinstance(flag, cst.Name) and flag.value == "True"):
             return
-        params = _argument(node, 0, "parameters")
+        params = argument(node, 0, "parameters")
         where = self.where(params) if params is not None else None
         if where is None or not where.on_device:
             return
@@ -306,7 +307,7 @@ class ValidatingCall(Rule):
         self.report_where(node, message, where)
 
     def _check_distribution(self, node: cst.Call) -> None:
-        flag = _keyword(node, "validate_args")
+        flag = keyword_arg(node, "validate_args")
         if flag is not None and not (isinstance(flag, cst.Name) and flag.value in ("True", "None")):
             return  # False, or an expression we cannot read
         if self._module_turns_validation_off():
@@ -323,7 +324,7 @@ class ValidatingCall(Rule):
     def _module_turns_validation_off(self) -> bool:
         if self._validation_off is None:
             finder = _ValidationSwitchFinder()
-            walk(self.ctx.module, finder)
+            walk(self.module, finder)
             self._validation_off = finder.found
         return self._validation_off
 
@@ -377,19 +378,6 @@ def _is_distribution(qual: str) -> bool:
     )
 
 
-def _positional(node: cst.Call, count: int) -> list[cst.BaseExpression]:
-    return [a.value for a in node.args if a.keyword is None and not a.star][:count]
 
 
-def _argument(node: cst.Call, index: int, keyword: str) -> cst.BaseExpression | None:
-    positional = _positional(node, index + 1)
-    if len(positional) > index:
-        return positional[index]
-    return _keyword(node, keyword)
 
-
-def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
-    for arg in node.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None

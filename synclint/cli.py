@@ -12,74 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from synclint import __version__
+from synclint.arguments import SUBCOMMANDS, UsageError, build_parser
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "rules", "rule", "verify", "clean")
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # exit 2 with one clear line, as argparse does, but no usage dump
-        raise UsageError(message)
-
-
-def _codes(text: str) -> list[str]:
-    return [c.strip().upper() for c in text.split(",") if c.strip()]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="synclint", description="Find and fix hidden GPU<->CPU synchronizations in PyTorch code.")
-    parser.add_argument("--version", action="version", version=f"synclint {__version__}")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-
-    check = sub.add_parser("check", help="check files or folders (the default command)")
-    check.add_argument("paths", nargs="*", type=Path, help="files or folders to check (default: .)")
-    check.add_argument("--fix", action="store_true", help="apply fixes (safe ones; unsafe ones too with --unsafe-fixes)")
-    check.add_argument("--diff", action="store_true", help="print the diff --fix would apply and write nothing")
-    check.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply fixes that may change behaviour")
-    check.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="never apply unsafe fixes")
-    check.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix, exit 1 when anything was fixed")
-    check.add_argument("--config", type=Path, metavar="FILE", help="a pyproject.toml or synclint.toml to use instead of the nearest one")
-    check.add_argument("--select", type=_codes, metavar="CODES", help="rule codes or prefixes to enable, comma-separated")
-    check.add_argument("--extend-select", type=_codes, metavar="CODES", help="rule codes or prefixes to enable on top of the selection")
-    check.add_argument("--ignore", type=_codes, metavar="CODES", help="rule codes or prefixes to disable, comma-separated")
-    check.add_argument("--min-confidence", choices=("low", "medium", "high"), help="report only findings this sure")
-    check.add_argument("--output-format", choices=("text", "concise", "json", "sarif", "github"),
-                       help="text marks the source line; json is ruff's shape; sarif is SARIF 2.1.0; github prints annotations")
-    check.add_argument("--output-file", "-o", type=Path, metavar="FILE", help="write the report to this file")
-    check.add_argument("--statistics", action="store_true", help="print counts per rule instead of each finding")
-    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    check.add_argument("--extend-exclude", type=lambda s: [p for p in s.split(",") if p], metavar="GLOBS", help="more globs to skip")
-    check.add_argument("--force-exclude", action="store_true", help="apply excludes to files named on the command line")
-    check.add_argument("--no-respect-gitignore", action="store_true", help="also check files that .gitignore names")
-    check.add_argument("--stdin-filename", metavar="PATH", help="with `-` as the path: the file name the source on stdin stands for")
-    check.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings not recorded in this baseline file")
-    check.add_argument("--write-baseline", type=Path, metavar="FILE",
-                       help="record the current findings in FILE, to use with --baseline")
-    check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to the line of every finding")
-    check.add_argument("--runtime-report", type=Path, metavar="FILE",
-                       help="a `pytest --sync-report` file: mark findings the run confirmed, list syncs no rule found")
-    check.add_argument("--no-project-analysis", action="store_true",
-                       help="check each file alone: do not index the packages of the checked files")
-    check.add_argument("--no-cache", action="store_true", help="check every file again; read and write no cache")
-    check.add_argument("--cache-dir", type=Path, metavar="DIR",
-                       help="where results are cached (default: .synclint_cache in the project root)")
-    check.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="worker processes (default: the CPU count)")
-    check.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-
-    clean = sub.add_parser("clean", help="remove the result cache")
-    clean.add_argument("--cache-dir", type=Path, metavar="DIR", help="the cache to remove (default: as `check` uses)")
-    sub.add_parser("rules", help="print the table of rules")
-    rule = sub.add_parser("rule", help="print one rule's documentation")
-    rule.add_argument("code", help="a rule code (SYNC101) or name (sync-in-condition)")
-    from synclint.verify.command import add_arguments  # no torch: that is imported when verify runs
-
-    add_arguments(sub.add_parser("verify", help="run the fixture kernels before and after the fixer (needs torch)"))
-    return parser
 
 
 def entry_point() -> int:
@@ -168,7 +103,7 @@ def _cmd_check(args: argparse.Namespace, argv: list[str] | None) -> int:
     replays = _replays(args, argv)
     if replays is None:
         return _check(args)
-    from synclint.replay import Record, captured, inputs_of
+    from synclint.cache.replay import Record, captured, inputs_of
 
     record = replays.load()
     if record is not None:
@@ -189,13 +124,13 @@ def _cmd_check(args: argparse.Namespace, argv: list[str] | None) -> int:
 
 
 def _replays(args: argparse.Namespace, argv: list[str] | None):
-    """Where this command's last output is kept (synclint.replay), or None when it cannot be
+    """Where this command's last output is kept (synclint.cache.replay), or None when it cannot be
     replayed: it reads standard input, writes files, or runs without a cache."""
     if (argv is None or args.no_cache or args.fix or args.diff or args.add_noqa or args.write_baseline is not None
             or [str(p) for p in args.paths] == ["-"]):
         return None
+    from synclint.cache.replay import Replays, command_key
     from synclint.config import ConfigError, project_root
-    from synclint.replay import Replays, command_key
 
     cwd = Path.cwd()
     try:
@@ -388,7 +323,7 @@ def _print_fix_summary(run, remaining) -> None:
 
 
 def _cache_dir(args: argparse.Namespace, root: Path) -> Path:
-    from synclint.cache import DEFAULT_DIR
+    from synclint.cache.store import DEFAULT_DIR
 
     if args.cache_dir is not None:
         return args.cache_dir
@@ -398,13 +333,13 @@ def _cache_dir(args: argparse.Namespace, root: Path) -> Path:
 def _cache(args: argparse.Namespace, settings):
     if args.no_cache:
         return None
-    from synclint.cache import Cache
+    from synclint.cache.store import Cache
 
     return Cache(_cache_dir(args, settings.root))
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    from synclint.cache import clean
+    from synclint.cache.store import clean
     from synclint.config import ConfigError, SettingsResolver
 
     try:

@@ -1,18 +1,18 @@
 """Documentation generated from the code itself, so it cannot drift.
 
 The README's rule table comes from the rule classes, its option table from the `check`
-parser, and its configuration table from `config.CORE_KEYS` and the defaults of `Settings`.
+options (`arguments.CHECK_OPTIONS`), and its configuration table from `config.CORE_KEYS` and the defaults of `Settings`.
 `python -m synclint.docs` rewrites the three sections between their markers; `test_docs`
 fails when the README is stale.
 """
 
 from __future__ import annotations
 
-import argparse
 import enum
 from collections.abc import Callable
 from dataclasses import fields
 
+from synclint.arguments import CHECK_OPTIONS
 from synclint.registry import all_rules
 
 
@@ -24,25 +24,13 @@ def rule_table() -> str:
     return "\n".join(rows)
 
 
-def _check_parser() -> argparse.ArgumentParser:
-    from synclint.cli import build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return sub.choices["check"]
-
-
 def option_table() -> str:
     rows = ["| option | meaning |", "|---|---|"]
-    for action in _check_parser()._actions:
-        if not action.option_strings or action.help in (None, argparse.SUPPRESS) or "--help" in action.option_strings:
-            continue
-        names = ", ".join(f"`{name}`" for name in action.option_strings)
-        if action.choices:
-            names += " " + "\\|".join(str(c) for c in action.choices)
-        elif action.metavar or action.nargs != 0:
-            names += f" {action.metavar or action.dest.upper().replace('_', '-')}"
-        rows.append(f"| {names} | {action.help} |")
+    for option in CHECK_OPTIONS:
+        names = ", ".join(f"`{flag}`" for flag in option.flags)
+        if option.takes_value:
+            names += f" {option.value_name}"
+        rows.append(f"| {names} | {option.help} |")
     return "\n".join(rows)
 
 

@@ -19,28 +19,32 @@ from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
-from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from synclint.config import Settings
-from synclint.devices import DeviceModel, NameConventions, Where, dotted_name, is_host_code_path
+from synclint.cst_internals import code_at_indent, parse_module_unvalidated, positions_in
+from synclint.devices.conventions import (
+    INIT_FUNCTIONS,
+    STEP_FUNCTIONS,
+    NameConventions,
+    is_host_code_path,
+    is_test_path,
+    other_accelerator,
+    other_accelerator_scope,
+)
+from synclint.devices.lattice import Where
+from synclint.devices.model import DeviceModel
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
-from synclint.patterns import local_assignments, self_attribute_assignments
-from synclint.project import ModuleSummary, ProjectFile, ProjectIndex
+from synclint.project.facts import ModuleSummary, ProjectFile
+from synclint.project.index import ProjectIndex
+from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
 from synclint.rule import Replacement, Report, Rule, Site
 from synclint.source import DecodeProblem, SourceText, decode, too_complex
-from synclint.summaries import CallRecorder, add_late_syncs, summarize
+from synclint.syntax import Scope, dotted_name, self_attribute_assignments
 from synclint.traversal import TRIVIA_NAMES, walk
 
 PARSE_ERROR = ("SYNC000", "parse-error")
 INTERNAL_ERROR = ("SYNC001", "internal-error")
-
-INIT_FUNCTIONS = ("__init__", "__post_init__", "load_weights", "load_model", "_init_*", "init_*", "initialize*",
-                  "setup*", "_setup*", "warmup*", "_warmup*", "profile_run", "capture_model", "_dummy_*", "dummy_*",
-                  "build_model", "create_weights", "process_weights_after_loading")
-STEP_FUNCTIONS = ("forward", "__call__", "step", "*_step", "execute_model", "sample", "sample_tokens", "*prepare_inputs",
-                  "_preprocess", "postprocess", "*update_states", "propose", "compute_logits", "build", "apply")
-
 
 @dataclass
 class FileResult:
@@ -64,48 +68,9 @@ class FileResult:
         self.summary_data = value
 
 
-def is_test_path(relpath: str) -> bool:
-    name = relpath.rsplit("/", 1)[-1]
-    parts = relpath.split("/")
-    return (
-        name.startswith("test_")
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-        or any(p in ("tests", "test", "testing") for p in parts[:-1])
-    )
-
-
-# Files for accelerators other than CUDA GPUs, by their path: `xpumem.py`, `mla/xpu_mla_sparse.py`,
-# `mixed_precision/xpu.py`, `tpu_model_runner.py`, `hpu/`. ROCm GPUs are CUDA devices to torch.
-OTHER_ACCELERATOR_PATH = re.compile(r"(?:^|[/_])(xpu|tpu|hpu|npu|neuron)(?:mem)?(?:[/_.]|$)", re.IGNORECASE)
-
-
-def other_accelerator(relpath: str) -> str | None:
-    """The accelerator, other than a CUDA GPU, that a file's path says its code is for."""
-    match = OTHER_ACCELERATOR_PATH.search(relpath.replace("\\", "/"))
-    return match.group(1).upper() if match else None
-
-
-# Classes and methods named for another accelerator: `INCXPULinearBase`, `TPUModelRunner`, and
-# the per-platform methods of a custom op (vLLM's `CustomOp.forward_xpu`, `forward_cpu`), which
-# the op dispatches to only on that platform.
-OTHER_ACCELERATOR_CLASS = re.compile(r"(XPU|TPU|HPU|NPU|Neuron)(?![a-z])")
-OTHER_PLATFORM_METHOD = re.compile(r"_*forward_(xpu|tpu|hpu|npu|neuron|cpu)$")
-
-
-def other_accelerator_scope(names: list[str], class_name: str | None) -> str | None:
-    """The platform, other than a CUDA GPU, that the functions `names` (outermost first) of a
-    class `class_name` are for, by their names."""
-    for name in names:
-        method = OTHER_PLATFORM_METHOD.match(name)
-        if method:
-            return method.group(1).upper()
-    match = OTHER_ACCELERATOR_CLASS.search(class_name or "")
-    return match.group(1).upper() if match else None
-
-
 class FileContext:
-    """What the rules of one file share: the tree, the device model, the traversal state."""
+    """What the rules of one file share: the tree, the device model, the traversal state
+    (`synclint.rule.RuleContext` is what rules see of it)."""
 
     def __init__(self, module: cst.Module, settings: Settings, relpath: str, project: ProjectFile | None = None) -> None:
         self.module = module
@@ -124,12 +89,11 @@ class FileContext:
         self.reports: list[tuple[Rule, Report]] = []
         self.in_test_file = is_test_path(relpath)
         self.other_accelerator = other_accelerator(relpath)
-        self._assignments: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._attribute_assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._accelerators: dict[int, str | None] = {}  # id(function) -> see `accelerator`
         self._steps: dict[int, bool] = {}  # id(function) -> whether its name is a per-step method's
         # Traversal state, kept by the batched visitor.
-        self.scopes: list[cst.Module | cst.FunctionDef] = [module]
+        self.scopes: list[Scope] = [module]
         self.scope_blocks: list[int] = [0]  # per scope: how many blocks enclose it
         # Per scope: the statement of its own body being visited, with how many blocks enclose it.
         self.scope_statements: list[tuple[cst.CSTNode, int] | None] = [None]
@@ -143,16 +107,13 @@ class FileContext:
         default = self.module.default_indent
         return "".join(default if block.indent is None else block.indent for block in self.blocks)
 
-    def assignments(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
-        """`patterns.local_assignments(scope)`, found once per file for every rule that asks
-        (each walks the whole scope). Shared: read it, do not change it."""
-        found = self._assignments.get(id(scope))
-        if found is None:
-            found = self._assignments[id(scope)] = local_assignments(scope)
-        return found
+    def assignments(self, scope: Scope) -> dict[str, list[cst.BaseExpression | None]]:
+        """`syntax.local_assignments(scope)`, found once per file for the device model and every
+        rule that asks (each walks the whole scope). Shared: read it, do not change it."""
+        return self.devices.local_values(scope)
 
     def attribute_assignments(self, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
-        """`patterns.self_attribute_assignments(cls)`, found once per file. Shared: do not change it."""
+        """`syntax.self_attribute_assignments(cls)`, found once per file. Shared: do not change it."""
         found = self._attribute_assignments.get(id(cls))
         if found is None:
             found = self._attribute_assignments[id(cls)] = self_attribute_assignments(cls)
@@ -198,7 +159,7 @@ class FileContext:
         """Where the walk is now (for a report made now or after the walk)."""
         return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1])
 
-    def accelerator(self, scope: cst.Module | cst.FunctionDef) -> str | None:
+    def accelerator(self, scope: Scope) -> str | None:
         """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path
         or by the names of its class and functions (None: CUDA, as far as names tell)."""
         if self.other_accelerator is not None or not isinstance(scope, cst.FunctionDef):
@@ -209,8 +170,8 @@ class FileContext:
             func: cst.FunctionDef | None = scope
             while func is not None:
                 names.insert(0, func.name.value)
-                func = self.devices.enclosing.get(id(func))
-            cls = self.devices.self_class(scope)
+                func = self.devices.symbols.enclosing.get(id(func))
+            cls = self.devices.symbols.self_class(scope)
             self._accelerators[key] = other_accelerator_scope(names, cls.name.value if cls is not None else None)
         return self._accelerators[key]
 
@@ -387,26 +348,9 @@ def rules_for_text(text: str, rules: list[type[Rule]]) -> list[type[Rule]]:
     ]
 
 
-def _no_validation(node: cst.CSTNode) -> None:
-    pass
-
-
 def parse_module(text: str) -> cst.Module:
-    """`libcst.parse_module`, without validating each node the parser builds.
-
-    Every libcst node validates its fields in `CSTNode.__post_init__` when it is built: a
-    fifth of the time of a parse, spent on trees the parser only builds valid (libcst's own
-    comment there suggests not validating when parsing). Validation is switched off for the
-    parse alone, so nodes that rules build for fixes are still checked. (Not thread-safe: a
-    node built by another thread during a parse would go unchecked; synclint checks files in
-    processes.)
-    """
-    post_init = cst.CSTNode.__post_init__
-    cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
-    try:
-        return cst.parse_module(text)
-    finally:
-        cst.CSTNode.__post_init__ = post_init  # type: ignore[method-assign]
+    """The module's tree (`cst_internals.parse_module_unvalidated`: libcst's parse, a fifth faster)."""
+    return parse_module_unvalidated(text)
 
 
 def check_text(
@@ -542,16 +486,11 @@ def _positions_in(
 ) -> tuple[Mapping[cst.CSTNode, CodeRange], int] | None:
     """Positions of the nodes in `anchor`, counted from its first line, and the lines before
     that line in `text`; None when its text does not start exactly one line of `text`."""
-    provider = PositionProvider()
-    state = PositionProvidingCodegenState(
-        default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
-    )
-    state.indent_tokens.extend(indents)
-    anchor._codegen(state)
-    start = _only_line_start(text, "".join(state.tokens))
+    computed, code = positions_in(module, anchor, indents)
+    start = _only_line_start(text, code)
     if start is None:
         return None
-    return provider._computed, len(_NEWLINE.findall(text, 0, start))
+    return computed, len(_NEWLINE.findall(text, 0, start))
 
 
 def _only_line_start(text: str, code: str) -> int | None:
@@ -572,25 +511,11 @@ def _all_positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
-def render_node(module: cst.Module, node: cst.CSTNode, indentation: str) -> str:
-    """Source of `node` inside a statement at `indentation`.
-
-    `Module.code_for_node` renders a node as if at the top level, so a call continued on further
-    lines inside brackets would lose the enclosing blocks' indentation; this keeps it.
-    """
-    from libcst._nodes.internal import CodegenState  # the state code_for_node itself uses
-
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
-    state.indent_tokens.append(indentation)
-    node._codegen(state)
-    return "".join(state.tokens)
-
-
 def _to_fix(module: cst.Module, positions, replacement: Replacement, indentation: str) -> Fix:
     edits = []
     for node, new in [(replacement.node, replacement.new), *replacement.more]:
         span = positions[node]
-        content = new if isinstance(new, str) else render_node(module, new, indentation)
+        content = new if isinstance(new, str) else code_at_indent(module, new, indentation)
         edits.append(
             Edit(content, Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
         )

@@ -20,7 +20,7 @@ import libcst as cst
 
 from synclint.config import Settings
 from synclint.engine import FileResult, check_source, problem_finding, PARSE_ERROR
-from synclint.project import ProjectFile
+from synclint.project.facts import ProjectFile
 from synclint.model import Applicability, Edit, Finding, Fix
 from synclint.source import DecodeProblem, SourceText, decode
 

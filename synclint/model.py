@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 def pickled_by_fields(cls):
     """Pickle instances of the dataclass `cls` as its class and its field values in order, rebuilt
     by calling it. The default pickles each instance's `__dict__`, names and all: a package
-    state (synclint.cache) holds tens of thousands of these, and unpickles in half the time."""
+    state (synclint.cache.entries) holds tens of thousands of these, and unpickles in half the time."""
     names = tuple(f.name for f in fields(cls))
 
     def __reduce__(self):

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from synclint.devices import Where, device, is_host_code_path, parameter
-from synclint.traversal import walk
+from synclint.devices.lattice import Where, device
+from synclint.devices.torch_api import BOOL_RESULTS
+from synclint.syntax import keyword_arg, method_call, parameter
 
 if TYPE_CHECKING:
     from synclint.rule import Rule
@@ -52,13 +53,6 @@ def tensor_phrase(where: Where) -> str:
     return "may be a CUDA tensor"
 
 
-def method_call(node: cst.CSTNode, *names: str) -> cst.Attribute | None:
-    """`node` as `<receiver>.<name>(...)` for one of `names`: the Attribute, else None."""
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in names:
-        return node.func
-    return None
-
-
 def statements_code(module: cst.Module, statements, indentation: str) -> str:
     """Source of statements placed where a statement at `indentation` began (first line unindented).
 
@@ -85,14 +79,6 @@ def one_line(text: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def keyword_arg(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    """The value passed as `name=` to `call`, else None."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
-
-
 def with_keyword_arg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
     """`call` with `name=value` appended as its last argument, in the call's own layout.
 
@@ -116,105 +102,6 @@ def with_keyword_arg(call: cst.Call, name: str, value: cst.BaseExpression) -> cs
     new_arg = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
     last = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
     return call.with_changes(args=[*earlier, last, new_arg])
-
-
-def local_assignments(scope: cst.Module | cst.FunctionDef) -> dict[str, list[cst.BaseExpression | None]]:
-    """The values assigned to each name in a function's or module's own body (not in nested
-    functions or classes). None stands for a binding that is not one expression: a loop or
-    `with` target, an unpacking, an augmented assignment. Parameters are not included."""
-    assigned: dict[str, list[cst.BaseExpression | None]] = {}
-
-    def bind(target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-        if isinstance(target, cst.Name):
-            assigned.setdefault(target.value, []).append(value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                bind(element.value, None)
-        elif isinstance(target, cst.StarredElement):
-            bind(target.value, None)
-
-    class Collector(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is scope
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                bind(target.target, node.value)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if node.value is not None:
-                bind(node.target, node.value)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            bind(node.target, None)
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            bind(node.target, node.value)
-
-        def visit_For(self, node: cst.For) -> None:
-            bind(node.target, None)
-
-        def visit_CompFor(self, node: cst.CompFor) -> None:
-            bind(node.target, None)
-
-        def visit_WithItem(self, node: cst.WithItem) -> None:
-            if node.asname is not None:
-                bind(node.asname.name, None)
-
-    walk(scope, Collector())
-    return assigned
-
-
-def find_all(node: cst.CSTNode, *types: type[cst.CSTNode]) -> list[cst.CSTNode]:
-    """The nodes of `types` in `node` (itself included), in source order: what
-    `libcst.matchers.findall(node, m.A() | m.B())` finds, on the fast walk (synclint.traversal)."""
-    found: list[cst.CSTNode] = []
-
-    class Finder(cst.CSTVisitor):
-        walks_trivia = False  # types of content only
-
-        def on_visit(self, visited: cst.CSTNode) -> bool:
-            if isinstance(visited, types):
-                found.append(visited)
-            return True
-
-    walk(node, Finder())
-    return found
-
-
-# Calls that build a host tensor from Python or numpy data. A copy of their result to the
-# device is SYNC103's (host-data-to-device); SYNC102 leaves those chains alone.
-HOST_DATA_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy"})
-
-
-def self_attribute_assignments(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
-    """The values assigned to each `self.<attr>` in the methods of `cls` (annotated ones included)."""
-    assigned: dict[str, list[cst.BaseExpression]] = {}
-
-    class Collector(cst.CSTVisitor):
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return node is cls
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                self._bind(target.target, node.value)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if node.value is not None:
-                self._bind(node.target, node.value)
-
-        def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-                assigned.setdefault(target.attr.value, []).append(value)
-
-    walk(cls, Collector())
-    return assigned
 
 
 def with_keyword_value(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
@@ -244,24 +131,11 @@ def gpu_copy_target(rule: "Rule", call: cst.Call) -> Where | None:
             return None  # to(other, non_blocking)
     elif len(positional) > 2:
         return None  # to(device, dtype, non_blocking, ...)
-    ctx = rule.ctx
-    target = ctx.devices.to_target(call, ctx.scopes[-1], ctx.statements[-1] if ctx.statements else None)
+    target = rule.to_target(call)
     return target if target is not None and target.on_device else None
 
 
-def in_cpu_module(relpath: str) -> bool:
-    """Whether a file is, by its path, host-side code: there a tensor of unknown device is a host tensor."""
-    return is_host_code_path(relpath)
-
-
-# Names that say a value is a boolean mask (`valid_mask`, `is_prefill`, `keep`).
-MASK_NAME = re.compile(r"mask|^(is|has|no|not|keep|valid|invalid|done|finished|skip)(_|$)", re.IGNORECASE)
 _COMPARISONS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
-# Tensor methods and torch functions whose result is a boolean tensor.
-BOOL_RESULTS = frozenset(
-    "isnan isinf isfinite isneginf isposinf isreal signbit isin logical_and logical_or logical_xor logical_not "
-    "eq ne gt ge lt le greater greater_equal less less_equal not_equal bool any all".split()
-)
 
 
 class BoolTensors:
@@ -307,8 +181,8 @@ class BoolTensors:
         return method in BOOL_RESULTS
 
     def _is_bool_name(self, name: str, seen: frozenset[str]) -> bool:
-        scope = self.rule.ctx.scopes[-1]
-        if isinstance(scope, cst.FunctionDef) and parameter(scope, name) is not None:
+        function = self.rule.function
+        if function is not None and parameter(function, name) is not None:
             return False
-        values = self.rule.ctx.assignments(scope).get(name, [])
+        values = self.rule.assignments().get(name, [])
         return bool(values) and all(value is not None and self._is_bool(value, seen) for value in values)

@@ -9,16 +9,21 @@ Rules ask `self.where(expr)` where a value lives instead of guessing from names.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import libcst as cst
 
 from synclint.model import Applicability, Confidence
+from synclint.syntax import Scope, statements
 
 if TYPE_CHECKING:
-    from synclint.devices import Where
-    from synclint.engine import FileContext
+    from synclint.config import Settings
+    from synclint.devices.lattice import Where
+    from synclint.devices.model import DeviceModel
+    from synclint.project.facts import ProjectFile, ProjectView
+    from synclint.project.index import ProjectIndex
 
 DOC_HEADINGS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
 CODE_PATTERN = re.compile(r"^SYNC\d{3}$")
@@ -110,6 +115,31 @@ class Report:
         return self.site.anchors
 
 
+class RuleContext(Protocol):
+    """What a rule may see of the file being checked; the engine's `FileContext` implements it.
+
+    Rules read it through `Rule`'s methods below rather than directly."""
+
+    module: cst.Module
+    relpath: str
+    settings: "Settings"
+    project: "ProjectFile"
+    devices: "DeviceModel"
+    index: "ProjectIndex | None"  # set after the walk, before `Rule.finish`
+    scopes: list[Scope]  # the functions around the node being visited, the module first
+    statements: list[cst.CSTNode]  # the statements around it, innermost last
+    reports: list[tuple["Rule", "Report"]]
+
+    def where(self, expr: cst.BaseExpression) -> "Where": ...
+    def site(self) -> Site: ...
+    def context(self) -> str: ...
+    def may_repeat(self) -> bool: ...
+    def indentation(self) -> str: ...
+    def accelerator(self, scope: Scope) -> str | None: ...
+    def assignments(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]: ...
+    def attribute_assignments(self, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]: ...
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -128,16 +158,150 @@ class Rule:
     # function holding them, and follows them to callers.
     syncs: ClassVar[bool] = True
 
-    def __init__(self, ctx: "FileContext") -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
 
-    # ---- what a rule may ask ---------------------------------------------------------
+    # ---- what a rule may ask: where values live ----------------------------------------
 
     def where(self, expr: cst.BaseExpression) -> "Where":
+        """Where `expr` lives, just before the statement being visited."""
         return self.ctx.where(expr)
 
+    def placement(self, device_arg: cst.BaseExpression) -> "Where":
+        """What a `device=` argument means here (a host tensor for "cpu")."""
+        return self.ctx.devices.placement(device_arg, self.scope, self.statement)
+
+    def to_target(self, call: cst.Call) -> "Where | None":
+        """Where `<tensor>.to(...)` puts its result; None when it keeps the device (a dtype)."""
+        return self.ctx.devices.to_target(call, self.scope, self.statement)
+
+    def where_on_entry(self, func: cst.FunctionDef, name: str) -> "Where | None":
+        """What `func`'s own code knows of its parameter `name` when it starts."""
+        body = statements(func.body)
+        return self.ctx.devices.facts(func).env_before.get(id(body[0]), {}).get(name) if body else None
+
+    def returns_of(self, func: cst.FunctionDef) -> "Where":
+        """Where the result of a local function lives (its returns joined, or its annotation)."""
+        return self.ctx.devices.returns_of(func)
+
+    def returned_values(self, func: cst.FunctionDef) -> "list[Where]":
+        """Where each `return` of a local function, in its body, puts its result."""
+        return self.ctx.devices.facts(func).returns
+
+    def device_params(self, func: cst.FunctionDef) -> "dict[str, Where]":
+        """The parameters of `func` that a caller in another file fills with a GPU tensor."""
+        return self.ctx.devices.view.device_params.get(self.function_qualname(func) or "", {})
+
+    def classify_name(self, name: str) -> "Where | None":
+        """What the naming conventions say of a name (`ids_cpu` is a host value)."""
+        return self.ctx.devices.conventions.classify(name)
+
+    # ---- what a rule may ask: names and code --------------------------------------------
+
+    @property
+    def module(self) -> cst.Module:
+        return self.ctx.module
+
+    @property
+    def scope(self) -> Scope:
+        """The function (or the module) holding the node being visited."""
+        return self.ctx.scopes[-1]
+
+    @property
+    def function(self) -> cst.FunctionDef | None:
+        """The function holding the node being visited; None at the top level."""
+        scope = self.ctx.scopes[-1]
+        return scope if isinstance(scope, cst.FunctionDef) else None
+
+    @property
+    def statement(self) -> cst.CSTNode | None:
+        """The innermost statement being visited."""
+        return self.ctx.statements[-1] if self.ctx.statements else None
+
+    def functions_around(self) -> list[cst.FunctionDef]:
+        """The functions holding the node being visited, outermost first."""
+        return [scope for scope in self.ctx.scopes if isinstance(scope, cst.FunctionDef)]
+
+    def context(self) -> str:
+        """Where the node runs: `loop`, `step` (a per-step method), `init`, `test` or `code`."""
+        return self.ctx.context()
+
+    def site(self) -> Site:
+        """Where the walk is now, kept to report a node after the walk (`report_at`)."""
+        return self.ctx.site()
+
+    def indentation(self) -> str:
+        """The leading whitespace of the statement being visited (for fixes that span lines)."""
+        return self.ctx.indentation()
+
+    @property
+    def index(self) -> "ProjectIndex | None":
+        """The project index, known in `finish` (None before, and without project analysis)."""
+        return self.ctx.index
+
+    def assignments(self, scope: Scope | None = None) -> dict[str, list[cst.BaseExpression | None]]:
+        """The values bound to each name in a scope's own body (`syntax.local_assignments`),
+        by default the current one. Shared by every rule: read it, do not change it."""
+        return self.ctx.assignments(scope if scope is not None else self.scope)
+
+    def attribute_assignments(self, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+        """The values assigned to each `self.<attr>` in the methods of `cls`. Do not change it."""
+        return self.ctx.attribute_assignments(cls)
+
     def qualname(self, expr: cst.BaseExpression) -> str | None:
-        return self.ctx.devices.qualname(expr)
+        """The qualified name `expr` spells through the imports (`T.zeros` -> `torch.zeros`)."""
+        return self.ctx.devices.symbols.qualname(expr)
+
+    def import_aliases(self) -> dict[str, str]:
+        """Each imported local name and the qualified name it stands for."""
+        return self.ctx.devices.symbols.imports.aliases
+
+    def resolve(self, func_expr: cst.BaseExpression) -> cst.FunctionDef | None:
+        """The function of this file that a call's callee names (`helper`, `self.method`)."""
+        return self.ctx.devices.symbols.resolve_function(func_expr, self.scope)
+
+    def callee(self, func_expr: cst.BaseExpression) -> str | None:
+        """The qualified name of the project function a call's callee names, if any."""
+        return self.ctx.devices.symbols.callee_qualname(func_expr, self.scope)
+
+    def receiver_class(self, value: cst.BaseExpression) -> str | None:
+        """The qualified class of `self`, `cls`, `super()` or a parameter annotated with a class."""
+        return self.ctx.devices.symbols.receiver_class(value, self.scope)
+
+    def function_qualname(self, func: cst.FunctionDef) -> str | None:
+        return self.ctx.devices.symbols.function_qualname(func)
+
+    def class_of(self, func: cst.FunctionDef | None) -> cst.ClassDef | None:
+        """The class that `func` is a method of."""
+        return self.ctx.devices.symbols.class_of(func)
+
+    def self_class(self) -> cst.ClassDef | None:
+        """The class whose `self` the current function sees (its own, or its enclosing method's)."""
+        return self.ctx.devices.symbols.self_class(self.function)
+
+    def is_module_class(self, cls: cst.ClassDef | None) -> bool:
+        """Whether a class of this file is a torch.nn.Module."""
+        return self.ctx.devices.symbols.is_module_class(cls)
+
+    def local_classes(self) -> "Iterable[cst.ClassDef]":
+        """The classes this file defines at its top level."""
+        return self.ctx.devices.symbols.classes.values()
+
+    @property
+    def view(self) -> "ProjectView":
+        """The facts of the rest of the project about the names this file uses."""
+        return self.ctx.devices.view
+
+    @property
+    def host_code(self) -> bool:
+        """Whether the file's code runs on the host, by its path (CPU kernels, processors)."""
+        return self.ctx.devices.host_code
+
+    def local_function(self, name: str) -> cst.FunctionDef | None:
+        return self.ctx.devices.symbols.functions.get(name)
+
+    def local_class(self, name: str) -> cst.ClassDef | None:
+        return self.ctx.devices.symbols.classes.get(name)
 
     def option(self, key: str) -> Any:
         return self.ctx.settings.rule_option(key)

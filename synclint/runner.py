@@ -10,16 +10,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from synclint.cache import Cache, Entry, PackageState, Packed, ProjectSnapshot, listing
+from synclint.cache.entries import Entry, PackageState, Packed, ProjectSnapshot
+from synclint.cache.replay import RACY_NS, inputs_of
+from synclint.cache.signatures import Signature, listing
+from synclint.cache.store import Cache
 from synclint.config import Settings, SettingsResolver
+from synclint.devices.conventions import field_declarations, host_field_names
 from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes, check_file
+from synclint.files import PathProblem, Target, discover, relative_to_root
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.model import Applicability
-from synclint.files import PathProblem, Target, discover, relative_to_root
-from synclint.project import (ProjectFile, ProjectIndex, ProjectView, field_declarations, host_field_names,
-                              imported_modules, module_name, package_root)
 from synclint.noqa import unknown_codes
-from synclint.replay import RACY_NS, Signature, inputs_of
+from synclint.project.facts import ProjectFile, ProjectView
+from synclint.project.index import ProjectIndex
+from synclint.project.placement import imported_modules, module_name, package_root
 
 FILES_PER_BATCH = 8
 PROGRESS_MIN_FILES = 200  # shorter runs end before a bar helps
@@ -30,7 +34,7 @@ class RunResult:
     files: list[FileFix] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # unreadable paths, internal errors: exit 2 at the end
     warnings: list[str] = field(default_factory=list)  # fixes dropped, files not written
-    walked_folders: set[str] = field(default_factory=set)  # what the run's output depends on (synclint.replay)
+    walked_folders: set[str] = field(default_factory=set)  # what the run's output depends on (synclint.cache.replay)
     read_files: list[str] = field(default_factory=list)
     signatures: dict[str, Signature] = field(default_factory=dict)  # of some of those, as the run took them
 
@@ -372,7 +376,7 @@ def _with_host_fields(jobs: list[Job], read: Callable[[Path], bytes], elsewhere:
                       ) -> tuple[list[Job], dict[str, Declarations]]:
     """The jobs, each file that handles multimodal inputs told which of them stay on the CPU:
     those that every declaration in the project keeps there, and those its own file keeps there
-    (synclint.project.field_declarations); with the declarations of each module. `elsewhere`
+    (synclint.devices.conventions.field_declarations); with the declarations of each module. `elsewhere`
     adds those of modules not among the jobs (a package state's)."""
     declared: dict[int, Declarations] = {}
     multimodal: dict[int, bytes] = {}
@@ -452,7 +456,7 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
             key = _entry_key(cache, job)
         except OSError:
             continue  # the check itself reports it
-        entry = cache.get(key)
+        entry = cache.get(key, Entry)
         if entry is not None and mode.fix and _has_fixes(entry.findings, job.settings, mode):
             entry = None
         if entry is None:

@@ -23,25 +23,19 @@ as rules write them, also skips the trivia):
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import types
 import typing
 from collections.abc import Mapping
 
 import libcst as cst
-from libcst._nodes import op as _op
-from libcst._nodes import whitespace as _whitespace
-from libcst._maybe_sentinel import MaybeSentinel
+from libcst import MaybeSentinel
+
+from synclint.cst_internals import children_fields, token_node_classes, visit_children
 
 # Tokens with no content a rule can ask about: operators, punctuation, brackets, whitespace,
 # comments and newlines (which a `Comment`/`EmptyLine` rule would still get: see `walk`).
-TRIVIA: frozenset[type] = frozenset(
-    cls
-    for module in (_op, _whitespace)
-    for cls in vars(module).values()
-    if isinstance(cls, type) and issubclass(cls, cst.CSTNode) and cls.__module__ == module.__name__
-) | {
+TRIVIA: frozenset[type] = token_node_classes() | {
     cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
     cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Asynchronous,
 }
@@ -72,14 +66,8 @@ def _children_order(cls: type) -> tuple[tuple[str, bool], ...] | None:
 
 
 def _read_order(cls: type) -> tuple[tuple[str, bool], ...]:
-    # The field names `_visit_and_replace_children` passes (`visit_sequence(self, "lpar", ...)`)
-    # are constants of its code, which the compiler numbers in source order, each once.
-    owner = next(c for c in cls.__mro__ if "_visit_and_replace_children" in vars(c))
-    code = vars(owner)["_visit_and_replace_children"].__code__
-    names = {f.name for f in dataclasses.fields(cls)}
-    fields = [const for const in code.co_consts if isinstance(const, str) and const in names]
     hints = typing.get_type_hints(cls)
-    return tuple((name, _is_trivia_type(hints.get(name))) for name in fields)
+    return tuple((name, _is_trivia_type(hints.get(name))) for name in children_fields(cls))
 
 
 def _is_trivia_type(annotation: object) -> bool:
@@ -224,7 +212,7 @@ class _Walker:
                 if plan is unknown:
                     plan = self._plan(cls)
                 if plan is None:  # order unknown: let libcst visit the children
-                    node._visit_and_replace_children(visitor)
+                    visit_children(node, visitor)
                 else:
                     for name, hooked in plan:
                         value = getattr(node, name)

@@ -8,7 +8,8 @@ import libcst as cst
 import pytest
 
 from rules.blocking_host_to_device import BlockingHostToDevice
-from synclint.devices import DeviceModel, Place
+from synclint.devices.lattice import Place
+from synclint.devices.model import DeviceModel
 from synclint.model import Applicability, Confidence
 from synclint.testing import check_snippet, fix_snippet
 

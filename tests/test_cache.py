@@ -8,7 +8,8 @@ import sys
 
 from conftest import run_cli
 
-from synclint.cache import FORMAT, Entry
+from synclint.cache.entries import Entry
+from synclint.cache.store import FORMAT
 
 SYNC = "import torch\nx = torch.zeros(1, device='cuda')\nif x.any():\n    pass\n"
 
@@ -111,11 +112,19 @@ def test_fix_skips_cached_files_without_fixes_and_fixes_the_rest(tmp_path):
 def test_what_the_cache_keeps_comes_back_equal():
     # Findings, summaries and facts are pickled field by field (model.pickled_by_fields): each
     # must come back with every field in its place, nested values included.
-    from synclint.cache import Packed
-    from synclint.devices import Place, Where
+    from synclint.cache.entries import Packed
+    from synclint.devices.lattice import Place, Where
     from synclint.model import Applicability, Confidence, Edit, Finding, Fix, Location
-    from synclint.project import (Chain, ClassSummary, FunctionFact, FunctionSummary, ModuleSummary, Needs,
-                                  PropertyFact, SyncSite)
+    from synclint.project.facts import (
+        Chain,
+        ClassSummary,
+        FunctionFact,
+        FunctionSummary,
+        ModuleSummary,
+        Needs,
+        PropertyFact,
+        SyncSite,
+    )
 
     gpu = Where(Place.DEVICE, Confidence.MEDIUM, "x is annotated", items=(Where(Place.HOST, Confidence.HIGH),))
     site = SyncSite("SYNC102", "x.item()", "app/a.py", 7, Confidence.HIGH, once="self._t is None")
@@ -147,7 +156,7 @@ def test_a_cache_used_for_two_runs_reads_the_file_each_run(tmp_path, monkeypatch
     # the same Cache object must read it again, or it is answered with the old file's entry.
     from pathlib import Path
 
-    from synclint.cache import Cache
+    from synclint.cache.store import Cache
     from synclint.config import SettingsResolver
     from synclint.runner import Mode, run_paths
 

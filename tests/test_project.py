@@ -503,7 +503,7 @@ def test_a_field_the_files_own_processor_keeps_on_the_cpu_is_a_host_tensor_there
 
 
 def test_field_declarations_read_keywords_and_dict_keys():
-    from synclint.project import field_declarations, host_field_names
+    from synclint.devices.conventions import field_declarations, host_field_names
 
     source = b"""
         return {
@@ -577,7 +577,8 @@ def test_a_file_is_looked_at_again_only_for_facts_that_can_change_its_findings(t
 
     from synclint.config import build_settings
     from synclint.engine import analyse
-    from synclint.project import ProjectFile, ProjectIndex
+    from synclint.project.facts import ProjectFile
+    from synclint.project.index import ProjectIndex
 
     helpers = (
         "import torch\n\n"
@@ -619,7 +620,7 @@ def test_after_a_run_over_the_package_an_edited_file_is_checked_without_reading_
     from pathlib import Path
 
     import synclint.runner as runner
-    from synclint.cache import Cache
+    from synclint.cache.store import Cache
     from synclint.config import SettingsResolver
 
     make_package(tmp_path, {"helpers.py": HELPERS, "step.py": STEP, "other.py": STEP.replace("step(", "other(")})
@@ -696,9 +697,9 @@ def test_equal_views_have_one_digest_however_their_facts_share_objects():
     # A view made from a just-solved index shares fact objects; the same view from an index kept
     # in the cache has its own copies. The digest keys cache entries: it must not tell them apart,
     # or a warm run misses the entries its first run wrote (23 of vLLM's files did).
-    from synclint.devices import Place, Where
+    from synclint.devices.lattice import Place, Where
     from synclint.model import Confidence
-    from synclint.project import ProjectView
+    from synclint.project.facts import ProjectView
 
     def gpu():
         return Where(Place.DEVICE, Confidence.HIGH, "x.cuda() is on the device")
@@ -713,7 +714,8 @@ def test_the_example_of_a_host_keyword_does_not_depend_on_the_order_of_the_files
     # Another look at one file can add or drop its example; if the index kept the first one in
     # the files' order, every other file's view (which quotes it) would change, and each would
     # be looked at again (vLLM: 27 of 117 third looks).
-    from synclint.project import ModuleSummary, ProjectIndex
+    from synclint.project.facts import ModuleSummary
+    from synclint.project.index import ProjectIndex
 
     one = ModuleSummary("app.a", "app/a.py", keyword_args={("embed", "mask"): ("`m` in a()", False)})
     other = ModuleSummary("app.b", "app/b.py", keyword_args={("embed", "mask"): ("`cpu_mask` in b()", False)})

@@ -1,4 +1,4 @@
-"""Replayed runs (synclint.replay): an unchanged command over unchanged inputs prints the last
+"""Replayed runs (synclint.cache.replay): an unchanged command over unchanged inputs prints the last
 output without checking; any change to what the output depends on checks again."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import time
 
 from conftest import run_cli
 
-from synclint.cache import FORMAT, Entry
+from synclint.cache.entries import Entry
+from synclint.cache.store import FORMAT
 
 SYNC = "import torch\nx = torch.zeros(1, device='cuda')\nif x.any():\n    pass\n"
 PAST = time.time() - 3600
@@ -129,7 +130,8 @@ def test_runs_that_write_or_skip_the_cache_are_not_recorded(tmp_path):
 def test_signatures_the_run_took_are_not_taken_again(tmp_path):
     # After a pre-commit run, the package state has just compared every other file's signature:
     # the record takes those, and stats only what it did not see.
-    from synclint.replay import inputs_of, signature
+    from synclint.cache.replay import inputs_of
+    from synclint.cache.signatures import signature
 
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "b.py").write_text("y = 2\n")

@@ -23,15 +23,14 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import pickle
 import sys
-import tempfile
 from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from synclint.cache import FORMAT, code_fingerprint, load_pickle
+from synclint.cache.signatures import Signature, signature
+from synclint.cache.store import FORMAT, code_fingerprint, read_pickle, write_atomically
 
 RACY_NS = 2_000_000_000
 # What decides how output looks (color, width) or where the cache is, besides the command line.
@@ -39,17 +38,6 @@ ENVIRONMENT = ("SYNCLINT_CACHE_DIR", "CI", "NO_COLOR", "FORCE_COLOR", "TERM", "C
                "TTY_INTERACTIVE", "GITHUB_ACTIONS")
 # Files whose presence or text in a folder (or a parent) changes settings, discovery or packages.
 MARKERS = ("pyproject.toml", ".gitignore", ".git", "__init__.py")
-
-Signature = tuple[int, int, int, int] | None  # (mtime_ns, size, inode, mode); None: absent
-
-
-def signature(path: str) -> Signature:
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
-
 
 @dataclass(frozen=True)
 class Record:
@@ -101,11 +89,7 @@ class Replays:
         self.path = cache_dir / f"v{FORMAT}" / "replay" / key
 
     def load(self) -> Record | None:
-        try:
-            with open(self.path, "rb") as handle:
-                record = load_pickle(handle)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
-            return None
+        record = read_pickle(self.path)
         return record if isinstance(record, Record) and record.is_current() else None
 
     def save(self, record: Record, started_ns: int) -> bool:
@@ -113,11 +97,7 @@ class Replays:
         if any(sig is not None and sig[0] > started_ns - RACY_NS for sig in record.inputs.values()):
             return False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(record, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
+            write_atomically(self.path, record)
         except OSError:
             return False  # a read-only cache: the next run checks again
         return True

@@ -16,24 +16,14 @@ import hashlib
 import os
 import pickle
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from synclint import __version__
 
 DEFAULT_DIR = ".synclint_cache"
 FORMAT = 4  # bump when the pickled content changes shape
-
-
-@dataclass(frozen=True)
-class Entry:
-    findings: list  # list[Finding]
-    warnings: list  # list[str]: unknown noqa codes and the like, shown again on a hit
-    summary: bytes | None = None  # the file's ModuleSummary for the project index, pickled, if it was parsed
-
-    @classmethod
-    def of(cls, findings: list, warnings: list, summary) -> "Entry":
-        return cls(findings, warnings, None if summary is None else pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
+# What a stored pickle that another version of synclint wrote can raise when read: a miss.
+UNREADABLE = (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError)
 
 
 def code_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:
@@ -68,57 +58,29 @@ def load_pickle(handle):
             gc.enable()
 
 
-class Packed:
-    """A mapping whose values are kept pickled, each unpickled when asked for: a run over one
-    file of a package (pre-commit) reads that file's summary, not the thousands beside it."""
-
-    def __init__(self, values: dict) -> None:
-        self._pickled = {key: pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL) for key, value in values.items()}
-
-    def get(self, key, default=None):
-        data = self._pickled.get(key)
-        return default if data is None else pickle.loads(data)
-
-
-@dataclass(frozen=True)
-class ProjectSnapshot:
-    """The project index a run ended with, keyed by every indexed file's entry key: a run over
-    the same files (one of them, as pre-commit gives) starts from it instead of from each
-    file's entry."""
-
-    index: object  # synclint.project.ProjectIndex
-    summaries: Packed  # shown path -> ModuleSummary
-
-
-def listing(folder: str) -> tuple[str, ...]:
-    """The names in `folder`, sorted: what `PackageState.folders` keeps of each (OSError: unreadable)."""
-    return tuple(sorted(os.listdir(folder)))
-
-
-@dataclass(frozen=True)
-class PackageState:
-    """What the last run over a package (all of it, or some files with the rest indexed) knew of
-    it, for a run over some of its files (pre-commit after an edit): the solved index, each
-    file's summary, and the multimodal fields each module declares. The files not checked are
-    taken as that run saw them while they and the folders are unchanged (`is_current`): a
-    `stat` per file instead of reading and indexing them."""
-
-    package_files: frozenset  # absolute paths of the package's Python files
-    files: dict  # absolute path -> replay.Signature: the package's files, and the marker files above them
-    folders: dict  # walked folder -> its entry names: a file added, removed or renamed makes the state stale
-    index: object  # synclint.project.ProjectIndex, solved over every file of the run (ProjectIndex.snapshot)
-    declarations: dict  # module -> project.field_declarations, of the modules that declare any
-    summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's)
-
-    def is_current(self, checked: set[str]) -> bool:
-        """Whether every file but the `checked` ones, and every folder, is as the run saw it."""
-        from synclint.replay import signature
-
+def write_atomically(path: Path, value: object) -> None:
+    """Pickle `value` into `path` by an atomic rename: a reader sees the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
         try:
-            return (all(listing(folder) == names for folder, names in self.folders.items())
-                    and all(signature(path) == known for path, known in self.files.items() if path not in checked))
+            os.unlink(tmp)
         except OSError:
-            return False
+            pass
+        raise
+
+
+def read_pickle(path: Path) -> object | None:
+    """The value pickled in `path`; None when it is missing or not readable by this version."""
+    try:
+        with open(path, "rb") as handle:
+            return load_pickle(handle)
+    except UNREADABLE:
+        return None
 
 
 class Cache:
@@ -169,27 +131,18 @@ class Cache:
     def _path(self, key: str) -> Path:
         return self.entries / key[:2] / key[2:]
 
-    def get(self, key: str, kind: type = Entry):
-        """The entry stored under `key` if it is a `kind` (an `Entry`, or a `ProjectSnapshot`)."""
-        try:
-            with open(self._path(key), "rb") as handle:
-                entry = load_pickle(handle)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
-            return None  # missing, or written by another version: a miss
+    def get(self, key: str, kind: type):
+        """The entry stored under `key` if it is a `kind` (an `Entry`, a `ProjectSnapshot`, ...)."""
+        entry = read_pickle(self._path(key))
         return entry if isinstance(entry, kind) else None
 
     def put(self, key: str, entry) -> None:
         if not self.writable:
             return
-        path = self._path(key)
         try:
             if not self.directory.exists():
                 self._create()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(entry, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
+            write_atomically(self._path(key), entry)
         except OSError:
             self.writable = False  # a read-only checkout: run without storing, say nothing
 

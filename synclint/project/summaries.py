@@ -1,4 +1,4 @@
-"""One file's `ModuleSummary` (see synclint.project), taken from the walk that finds its findings.
+"""One file's `ModuleSummary` (see synclint.project.facts), taken from the walk that finds its findings.
 
 `CallRecorder` rides along in the batched traversal and notes, per function, the project
 functions it calls, the attributes it reads that may be properties, and the calls whose
@@ -13,11 +13,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from synclint.devices import DeviceModel, Place, Where, _block, _child_blocks, _is_property, dotted_name, is_sure_host
+from synclint.devices.lattice import Place, Where, is_sure_host
+from synclint.devices.model import DeviceModel
 from synclint.model import Confidence
 from synclint.noqa import parse_noqa
 from synclint.patterns import one_line
-from synclint.project import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite, resolve_in, short_name
+from synclint.project.facts import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite, short_name
+from synclint.project.index import resolve_in
+from synclint.syntax import assigned_targets, child_blocks, dotted_name, is_property, statements
 
 _ATTRIBUTE_NAMES = re.compile(r"\.\s*([A-Za-z_]\w*)")
 _DEPRECATED_TEXT = 160  # characters of a deprecation message kept for reports
@@ -45,7 +48,7 @@ class CallRecorder:
         """The summarised function holding the node: nested functions count as their enclosing one."""
         for scope in reversed(self.ctx.scopes):
             if isinstance(scope, cst.FunctionDef):
-                qual = self.devices.function_qualname(scope)
+                qual = self.devices.symbols.function_qualname(scope)
                 if qual is not None:
                     return qual
         return None
@@ -62,7 +65,7 @@ class CallRecorder:
             return wheres[id(arg)]
 
         self._note_keyword_args(node, where_of)
-        callee = self.devices.callee_qualname(node.func, self.ctx.scopes[-1])
+        callee = self.devices.symbols.callee_qualname(node.func, self.ctx.scopes[-1])
         if callee is not None:
             self.calls.setdefault(owner, []).append(callee)
             self._note_device_args(owner, callee, node, where_of)
@@ -96,7 +99,7 @@ class CallRecorder:
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if name is None or all(arg.keyword is None for arg in node.args):
             return
-        qual = self.devices.qualname(func)
+        qual = self.devices.symbols.qualname(func)
         top = self.ctx.project.module.partition(".")[0]
         if qual is not None and not (top and qual.startswith(top + ".")):
             return
@@ -118,7 +121,7 @@ class CallRecorder:
         owner = self.owner()
         if owner is None:
             return
-        cls = self.devices.receiver_class(node.value, self.ctx.scopes[-1])
+        cls = self.devices.symbols.receiver_class(node.value, self.ctx.scopes[-1])
         if cls is not None:
             read = f"{cls}.{node.attr.value}"
             self.reads.setdefault(owner, []).append(read)
@@ -137,11 +140,11 @@ class CallRecorder:
         owner = self.owner()
         if owner is None or node.value is None or self.ctx.current_function() is None:
             return
-        if self.devices.function_qualname(self.ctx.current_function()) != owner:
+        if self.devices.symbols.function_qualname(self.ctx.current_function()) != owner:
             return  # a nested function's return is not its enclosing function's
         callee = None
         if isinstance(node.value, cst.Call):
-            callee = self.devices.callee_qualname(node.value.func, self.ctx.scopes[-1])
+            callee = self.devices.symbols.callee_qualname(node.value.func, self.ctx.scopes[-1])
         self.returns.setdefault(owner, []).append(callee)
 
 
@@ -150,17 +153,17 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
     devices = ctx.devices
     summary = ModuleSummary(ctx.project.module, relpath)
     for func, cls in _functions(devices):
-        qual = devices.function_qualname(func)
+        qual = devices.symbols.function_qualname(func)
         if qual is None:
             continue
-        is_property = _is_property(func)
+        getter = is_property(func)
         params, positional = _call_parameters(func, cls)
         summary.functions[qual] = FunctionSummary(
             qualname=qual,
             path=relpath,
             row=0,  # filled below for the functions a report may name
-            is_property=is_property,
-            deprecated=_deprecation(func) if is_property else None,
+            is_property=getter,
+            deprecated=_deprecation(func) if getter else None,
             calls=tuple(dict.fromkeys(recorder.calls.get(qual, ()))),
             reads=tuple(dict.fromkeys(recorder.reads.get(qual, ()))),
             params=params,
@@ -170,9 +173,9 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
     _add_syncs(ctx, summary, text, relpath, positions)
     _add_weak_params(ctx, summary)
     _add_returns(devices, recorder, summary)
-    for cls in devices.classes.values():
-        qual = devices.qualify_local(cls.name.value)
-        bases = tuple(b for b in (devices.class_qualname(base.value) for base in cls.bases) if b)
+    for cls in devices.symbols.classes.values():
+        qual = devices.symbols.qualify_local(cls.name.value)
+        bases = tuple(b for b in (devices.symbols.class_qualname(base.value) for base in cls.bases) if b)
         attrs = {name: where for name, where in devices.class_attrs(cls).items() if where.is_tensor}
         summary.classes[qual] = ClassSummary(qual, relpath, 0, bases, attrs, _fields(ctx, cls))
     _fill_rows(ctx, summary, text)
@@ -217,10 +220,10 @@ def add_late_syncs(ctx, summary: ModuleSummary, reports, text: str, relpath: str
 
 
 def _functions(devices: DeviceModel) -> Iterator[tuple[cst.FunctionDef, cst.ClassDef | None]]:
-    for func in devices.functions.values():
+    for func in devices.symbols.functions.values():
         yield func, None
-    for cls in devices.classes.values():
-        for stmt in _block(cls.body):
+    for cls in devices.symbols.classes.values():
+        for stmt in statements(cls.body):
             if isinstance(stmt, cst.FunctionDef):
                 yield stmt, cls
 
@@ -259,9 +262,9 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
         code = ctx.module.code_for_node(report.node)
         scope = report.site.scope
         once = None
-        if isinstance(scope, cst.FunctionDef) and not _is_property(scope):
+        if isinstance(scope, cst.FunctionDef) and not is_property(scope):
             # (A property that caches in `self` still syncs once per object: per step for metadata.)
-            once = _memoizing_guard(ctx.module, scope, report.node, _is_dataclass(ctx.devices.class_of(scope)))
+            once = _memoizing_guard(ctx.module, scope, report.node, _is_dataclass(ctx.devices.symbols.class_of(scope)))
         # A sync that fills a cache runs the first time only: no per-step cost to callers.
         confidence = Confidence.LOW if once is not None else report.confidence
         if func.sync is not None and (func.sync.confidence, -func.sync.row) >= (confidence, -row):
@@ -291,7 +294,7 @@ def _memoizing_guard(module: cst.Module, func: cst.FunctionDef, node: cst.CSTNod
 
     search(func.body)
     for guard in found:
-        kept = _assigned_targets(module, guard.body)
+        kept = assigned_targets(guard.body)
         for part in _disjuncts(guard.test):
             cached = _cached_by(module, part)
             if cached is not None and cached in kept and not (per_object and cached.startswith("self.")):
@@ -322,30 +325,6 @@ def _cached_by(module: cst.Module, test: cst.BaseExpression) -> str | None:
     return None
 
 
-def _assigned_targets(module: cst.Module, body: cst.BaseSuite) -> set[str]:
-    """What a block assigns: `x`, `self.x`, and `cache[]` for any `cache[key] = ...`."""
-    targets: set[str] = set()
-
-    class Assignments(cst.CSTVisitor):
-        def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
-            self.note(target.target)
-
-        def visit_AnnAssign(self, stmt: cst.AnnAssign) -> None:
-            self.note(stmt.target)
-
-        def note(self, target: cst.BaseExpression) -> None:
-            if isinstance(target, cst.Subscript):
-                targets.add(module.code_for_node(target.value) + "[]")
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    self.note(element.value)
-            else:
-                targets.add(module.code_for_node(target))
-
-    body.visit(Assignments())
-    return targets
-
-
 def _add_weak_params(ctx, summary: ModuleSummary) -> None:
     """Parameters a caller's GPU tensor would make surer, of functions that report a sync not
     proven on the device (the only ones a caller's fact can change). Taken from the function's
@@ -354,24 +333,24 @@ def _add_weak_params(ctx, summary: ModuleSummary) -> None:
               if rule.syncs and report.confidence < Confidence.HIGH
               and (owner := _owner(ctx.devices, report.site.scope)) is not None}
     for func, _ in _functions(ctx.devices):
-        qual = ctx.devices.function_qualname(func)
+        qual = ctx.devices.symbols.function_qualname(func)
         if qual in unsure and qual in summary.functions:
             summary.functions[qual].weak_params = frozenset(ctx.devices.facts(func).weak_params)
 
 
 def _owner(devices: DeviceModel, scope) -> str | None:
     while isinstance(scope, cst.FunctionDef):
-        qual = devices.function_qualname(scope)
+        qual = devices.symbols.function_qualname(scope)
         if qual is not None:
             return qual
-        scope = devices.enclosing.get(id(scope))
+        scope = devices.symbols.enclosing.get(id(scope))
     return None
 
 
 def _add_returns(devices: DeviceModel, recorder: CallRecorder, summary: ModuleSummary) -> None:
     """Tensor results known from the body itself; else the calls whose results are returned."""
     for func, _ in _functions(devices):
-        qual = devices.function_qualname(func)
+        qual = devices.symbols.function_qualname(func)
         if qual is None or qual not in summary.functions or id(func) in recorder.generators:
             continue
         returned = recorder.returns.get(qual)
@@ -387,7 +366,7 @@ def _add_returns(devices: DeviceModel, recorder: CallRecorder, summary: ModuleSu
 def _fields(ctx, cls: cst.ClassDef) -> frozenset[str]:
     """Attributes stored as data: `self.x = ...` in a method, or a class-level annotation."""
     names = set(ctx.attribute_assignments(cls))
-    for stmt in _block(cls.body):
+    for stmt in statements(cls.body):
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, (cst.AnnAssign, cst.Assign)):
@@ -418,7 +397,7 @@ def _fill_rows(ctx, summary: ModuleSummary, text: str) -> None:
     wanted: dict[str, list[tuple[cst.FunctionDef, FunctionSummary]]] = {}
     devices = ctx.devices
     for func, _ in _functions(devices):
-        item = summary.functions.get(devices.function_qualname(func) or "")
+        item = summary.functions.get(devices.symbols.function_qualname(func) or "")
         if item is not None and (item.is_property or item.sync or item.returns):
             wanted.setdefault(func.name.value, []).append((func, item))
     if not wanted:
@@ -443,9 +422,9 @@ def _definitions(body) -> Iterator[cst.FunctionDef]:
     for stmt in body:
         if isinstance(stmt, cst.FunctionDef):
             yield stmt
-            yield from _definitions(_block(stmt.body))
+            yield from _definitions(statements(stmt.body))
         elif isinstance(stmt, cst.ClassDef):
-            yield from _definitions(_block(stmt.body))
+            yield from _definitions(statements(stmt.body))
         elif isinstance(stmt, cst.BaseCompoundStatement):
-            for block in _child_blocks(stmt):
+            for block in child_blocks(stmt):
                 yield from _definitions(block)

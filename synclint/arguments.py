@@ -1,0 +1,119 @@
+"""The command line's grammar: every subcommand and option, read by the CLI and by the docs.
+
+`CHECK_OPTIONS` declares the options of `synclint check` as data; `build_parser` turns them
+into argparse, and `synclint.docs` renders the README's option table from the same data.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from synclint import __version__
+
+SUBCOMMANDS = ("check", "rules", "rule", "verify", "clean")
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit 2 with one clear line, as argparse does, but no usage dump
+        raise UsageError(message)
+
+
+def codes(text: str) -> list[str]:
+    """`SYNC101, sync102` -> ["SYNC101", "SYNC102"]."""
+    return [c.strip().upper() for c in text.split(",") if c.strip()]
+
+
+def globs(text: str) -> list[str]:
+    return [p for p in text.split(",") if p]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its flags, its help, and the rest of what `add_argument` takes."""
+
+    flags: tuple[str, ...]
+    help: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def takes_value(self) -> bool:
+        return self.settings.get("action") not in ("store_true", "store_false")
+
+    @property
+    def value_name(self) -> str:
+        """How the option's value is written in documentation (its choices, or its metavar)."""
+        choices = self.settings.get("choices")
+        if choices:
+            return "\\|".join(choices)
+        return self.settings.get("metavar") or self.flags[0].lstrip("-").upper()
+
+
+def _option(*flags: str, help: str, **settings: Any) -> Option:
+    return Option(flags, help, settings)
+
+
+CHECK_OPTIONS: tuple[Option, ...] = (
+    _option("--fix", help="apply fixes (safe ones; unsafe ones too with --unsafe-fixes)", action="store_true"),
+    _option("--diff", help="print the diff --fix would apply and write nothing", action="store_true"),
+    _option("--unsafe-fixes", help="also apply fixes that may change behaviour", action="store_true", default=None),
+    _option("--no-unsafe-fixes", help="never apply unsafe fixes", dest="unsafe_fixes", action="store_false"),
+    _option("--exit-non-zero-on-fix", help="with --fix, exit 1 when anything was fixed", action="store_true"),
+    _option("--config", type=Path, metavar="FILE",
+            help="a pyproject.toml or synclint.toml to use instead of the nearest one"),
+    _option("--select", help="rule codes or prefixes to enable, comma-separated", type=codes, metavar="CODES"),
+    _option("--extend-select", type=codes, metavar="CODES",
+            help="rule codes or prefixes to enable on top of the selection"),
+    _option("--ignore", help="rule codes or prefixes to disable, comma-separated", type=codes, metavar="CODES"),
+    _option("--min-confidence", help="report only findings this sure", choices=("low", "medium", "high")),
+    _option("--output-format", choices=("text", "concise", "json", "sarif", "github"),
+            help="text marks the source line; json is ruff's shape; sarif is SARIF 2.1.0; github prints annotations"),
+    _option("--output-file", "-o", help="write the report to this file", type=Path, metavar="FILE"),
+    _option("--statistics", help="print counts per rule instead of each finding", action="store_true"),
+    _option("--exit-zero", help="exit 0 even when there are findings", action="store_true"),
+    _option("--extend-exclude", help="more globs to skip", type=globs, metavar="GLOBS"),
+    _option("--force-exclude", help="apply excludes to files named on the command line", action="store_true"),
+    _option("--no-respect-gitignore", help="also check files that .gitignore names", action="store_true"),
+    _option("--stdin-filename", metavar="PATH",
+            help="with `-` as the path: the file name the source on stdin stands for"),
+    _option("--baseline", help="report only findings not recorded in this baseline file", type=Path, metavar="FILE"),
+    _option("--write-baseline", type=Path, metavar="FILE",
+            help="record the current findings in FILE, to use with --baseline"),
+    _option("--add-noqa", help="add `# noqa: CODE` to the line of every finding", action="store_true"),
+    _option("--runtime-report", type=Path, metavar="FILE",
+            help="a `pytest --sync-report` file: mark findings the run confirmed, list syncs no rule found"),
+    _option("--no-project-analysis", action="store_true",
+            help="check each file alone: do not index the packages of the checked files"),
+    _option("--no-cache", help="check every file again; read and write no cache", action="store_true"),
+    _option("--cache-dir", type=Path, metavar="DIR",
+            help="where results are cached (default: .synclint_cache in the project root)"),
+    _option("--jobs", "-j", help="worker processes (default: the CPU count)", type=int, default=None, metavar="N"),
+    _option("--debug", help="show tracebacks of internal errors", action="store_true"),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="synclint", description="Find and fix hidden GPU<->CPU synchronizations in PyTorch code.")
+    parser.add_argument("--version", action="version", version=f"synclint {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    check = sub.add_parser("check", help="check files or folders (the default command)")
+    check.add_argument("paths", nargs="*", type=Path, help="files or folders to check (default: .)")
+    for option in CHECK_OPTIONS:
+        check.add_argument(*option.flags, help=option.help, **option.settings)
+
+    clean = sub.add_parser("clean", help="remove the result cache")
+    clean.add_argument("--cache-dir", type=Path, metavar="DIR", help="the cache to remove (default: as `check` uses)")
+    sub.add_parser("rules", help="print the table of rules")
+    rule = sub.add_parser("rule", help="print one rule's documentation")
+    rule.add_argument("code", help="a rule code (SYNC101) or name (sync-in-condition)")
+    from synclint.verify.command import add_arguments  # no torch: that is imported when verify runs
+
+    add_arguments(sub.add_parser("verify", help="run the fixture kernels before and after the fixer (needs torch)"))
+    return parser

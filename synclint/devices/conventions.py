@@ -1,0 +1,206 @@
+"""Every naming convention the analysis relies on, in one place.
+
+Code says where a value lives only sometimes; projects name things by habit, and synclint
+reads those habits last, with lower confidence than what the code proves:
+
+* names of values: `*_cpu`, `*_np`, `pinned_*` on the host, `*_gpu` on the device, flags
+  (`is_cuda`, `use_gpu`), model activations (`hidden_states`, `logits`, ...), vLLM's
+  `CpuGpuBuffer` fields (`.gpu`, `.cpu`, `.np`) and boolean masks (`valid_mask`, `is_prefill`);
+* names of functions: per-step methods (`forward`, `execute_model`, ...), set-up code
+  (`__init__`, `load_weights`, ...), weight loaders, tests;
+* paths and names of code for the host (CPU kernels, multimodal processors) or for other
+  accelerators (XPU, TPU, HPU, NPU, Neuron);
+* vLLM's declarations of multimodal inputs kept on the CPU (`keep_on_cpu=True`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from synclint.devices.lattice import HOST, Place, Where, device, host_tensor
+from synclint.model import Confidence
+
+# ---- names of values ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NameConventions:
+    """Name patterns that projects use for where a value lives (fnmatch, on the last name)."""
+
+    host: tuple[str, ...] = ("*_cpu", "*_cpu_*", "*_np", "*_host", "*_numpy", "*_per_gpu", "cpu", "np", "host", "host_*", "pinned_*", "*_pinned")
+    device: tuple[str, ...] = ("*_gpu", "*_cuda")
+    host_fields: frozenset[str] = frozenset()  # multimodal inputs the project keeps on the CPU
+
+    def classify(self, name: str) -> Where | None:
+        if name in self.host_fields:
+            return Where(Place.HOST_TENSOR, Confidence.MEDIUM,
+                         f"{name} is a multimodal input the project declares with keep_on_cpu=True")
+        if _any_of(self.host).match(name):
+            return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a host value by its name")
+        if _any_of(self.device).match(name):
+            if _FLAG_NAME.match(name):
+                # `_is_cuda`, `use_gpu`, `has_cuda`: a yes/no answer about the device, not a tensor on it.
+                return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a flag by its name")
+            return device(f"{name} is on the device by its name", Confidence.MEDIUM)
+        return None
+
+
+# Names that read as a yes/no question (`is_cuda`, `_use_gpu`, `has_cuda`, `on_gpu`): flags.
+_FLAG_NAME = re.compile(r"_*(?:is|has|have|use|uses|using|can|should|enable|enabled|supports?|allow|on|run_on|needs?)_")
+
+
+@functools.lru_cache(maxsize=None)
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One regular expression for `fnmatchcase(name, p) for p in patterns` (asked of every name)."""
+    return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns) or "(?!)")
+
+
+def classify_buffer_field(attr: str) -> Where | None:
+    """vLLM's `CpuGpuBuffer` pairs a tensor on each side: `buf.gpu`, `buf.cpu`, and `buf.np`."""
+    if attr == "gpu":
+        return device("a .gpu buffer", Confidence.MEDIUM)
+    if attr == "cpu":
+        return host_tensor("a .cpu buffer")
+    if attr == "np":
+        return HOST
+    return None
+
+
+def names_the_host(text: str) -> bool:
+    """Whether a device expression's text names the host (`"cpu"`, `self.host_device`)."""
+    lowered = text.lower()
+    return "cpu" in lowered or "host" in lowered
+
+
+def names_a_device(text: str) -> bool:
+    """Whether an expression's text reads as an accelerator device (`device`, `self.cuda_dev`, `dev`)."""
+    lowered = text.lower()
+    return "device" in lowered or "cuda" in lowered or "gpu" in lowered or lowered in ("dev", "self.dev")
+
+
+# Parameter names that, annotated `torch.Tensor`, are a model's activations or caches wherever
+# they appear: they live on the GPU during inference.
+ACTIVATION_NAMES = frozenset(
+    "x hidden_states hidden_state residual inputs_embeds input_embeds logits router_logits input_ids positions "
+    "query key value q k v kv_cache kv_caches k_cache v_cache topk_ids topk_weights attn_output".split()
+)
+
+
+WEIGHT_LOADER = re.compile(r"load\w*weight|weight\w*load")
+
+
+def is_activation_name(name: str) -> bool:
+    return name in ACTIVATION_NAMES
+
+
+# Names that say a value is a boolean mask (`valid_mask`, `is_prefill`, `keep`).
+MASK_NAME = re.compile(r"mask|^(is|has|no|not|keep|valid|invalid|done|finished|skip)(_|$)", re.IGNORECASE)
+
+
+# ---- names of functions and files -----------------------------------------------------------
+
+INIT_FUNCTIONS = ("__init__", "__post_init__", "load_weights", "load_model", "_init_*", "init_*", "initialize*",
+                  "setup*", "_setup*", "warmup*", "_warmup*", "profile_run", "capture_model", "_dummy_*", "dummy_*",
+                  "build_model", "create_weights", "process_weights_after_loading")
+STEP_FUNCTIONS = ("forward", "__call__", "step", "*_step", "execute_model", "sample", "sample_tokens", "*prepare_inputs",
+                  "_preprocess", "postprocess", "*update_states", "propose", "compute_logits", "build", "apply")
+
+
+def is_test_path(relpath: str) -> bool:
+    name = relpath.rsplit("/", 1)[-1]
+    parts = relpath.split("/")
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(p in ("tests", "test", "testing") for p in parts[:-1])
+    )
+
+
+# Files for accelerators other than CUDA GPUs, by their path: `xpumem.py`, `mla/xpu_mla_sparse.py`,
+# `mixed_precision/xpu.py`, `tpu_model_runner.py`, `hpu/`. ROCm GPUs are CUDA devices to torch.
+OTHER_ACCELERATOR_PATH = re.compile(r"(?:^|[/_])(xpu|tpu|hpu|npu|neuron)(?:mem)?(?:[/_.]|$)", re.IGNORECASE)
+
+
+def other_accelerator(relpath: str) -> str | None:
+    """The accelerator, other than a CUDA GPU, that a file's path says its code is for."""
+    match = OTHER_ACCELERATOR_PATH.search(relpath.replace("\\", "/"))
+    return match.group(1).upper() if match else None
+
+
+# Classes and methods named for another accelerator: `INCXPULinearBase`, `TPUModelRunner`, and
+# the per-platform methods of a custom op (vLLM's `CustomOp.forward_xpu`, `forward_cpu`), which
+# the op dispatches to only on that platform.
+OTHER_ACCELERATOR_CLASS = re.compile(r"(XPU|TPU|HPU|NPU|Neuron)(?![a-z])")
+OTHER_PLATFORM_METHOD = re.compile(r"_*forward_(xpu|tpu|hpu|npu|neuron|cpu)$")
+
+
+def other_accelerator_scope(names: list[str], class_name: str | None) -> str | None:
+    """The platform, other than a CUDA GPU, that the functions `names` (outermost first) of a
+    class `class_name` are for, by their names."""
+    for name in names:
+        method = OTHER_PLATFORM_METHOD.match(name)
+        if method:
+            return method.group(1).upper()
+    match = OTHER_ACCELERATOR_CLASS.search(class_name or "")
+    return match.group(1).upper() if match else None
+
+
+# Files whose code runs on the host, by their path: CPU kernels (`cpu_mla.py`, `ops/cpu/`) and
+# multimodal processors (`transformers_utils/processors/`, `*processing*.py`, `mm_preprocess.py`),
+# which prepare model inputs on the CPU. There a tensor of unknown device is a host tensor.
+HOST_CODE_PATH = re.compile(r"(^|[/_])cpu([/_.]|$)|(^|/)processors?/|(^|/)[^/]*(processing|preprocess)[^/]*\.py$")
+
+
+def is_host_code_path(relpath: str) -> bool:
+    return bool(HOST_CODE_PATH.search(relpath))
+
+
+# ---- declarations of data kept on the host ------------------------------------------------
+
+# vLLM declares which multimodal inputs stay in host memory when they reach the model:
+# `image_grid_thw=MultiModalFieldConfig.batched("image", keep_on_cpu=True)`, as a dict key
+# (`"image_grid_thw": ...`), as an item (`fields["image_grid_thw"] = ...`), or as an item named by
+# a loop over names (`for key in ("a", "b"): fields[key] = ...`).
+_FIELD = re.compile(rb"""(?:\b(\w+)\s*=|["'](\w+)["']\s*:|\[\s*["'](\w+)["']\s*\]\s*=|\[\s*(\w+)\s*\]\s*=)"""
+                    rb"""\s*MultiModalFieldConfig\.\w+\(((?:[^()]|\([^()]*\))*)\)""")
+_NAMES_LOOP = re.compile(rb"""\bfor\s+(\w+)\s+in\s+[(\[]((?:\s*["']\w+["']\s*,?)+)\s*[)\]]\s*:""")
+_STRING = re.compile(rb"""["'](\w+)["']""")
+# The model's own step inputs, which a modality's field only shares a name with (`video_input_ids`).
+_STEP_INPUTS = frozenset({"input_ids", "positions", "inputs_embeds", "embed_mask", "attention_mask"})
+_KEEP_ON_CPU = re.compile(rb"\bkeep_on_cpu\s*=\s*True\b")
+_MODALITY_PREFIX = re.compile(r"^(images?|videos?|audios?|vision)_(?=\w*_)")
+
+
+def field_declarations(data: bytes) -> tuple[frozenset[str], frozenset[str]]:
+    """The multimodal fields a file declares kept on the CPU, and those it leaves to the
+    device, each with the name the code gives it once the modality is known
+    (`image_grid_thw` -> `grid_thw`; only where the rest is still specific: `image_sizes`
+    does not make `sizes` a host name)."""
+    host: set[str] = set()
+    other: set[str] = set()
+    if b"MultiModalFieldConfig" in data:
+        for match in _FIELD.finditer(data):
+            if match.group(4) is not None:  # `fields[key] = ...`: the names of the nearest loop over `key`
+                loops = [m for m in _NAMES_LOOP.finditer(data, 0, match.start()) if m.group(1) == match.group(4)]
+                declared = [n.decode() for n in _STRING.findall(loops[-1].group(2))] if loops else []
+            else:
+                declared = [(match.group(1) or match.group(2) or match.group(3)).decode()]
+            for name in declared:
+                names = {name, _MODALITY_PREFIX.sub("", name)} - _STEP_INPUTS
+                (host if _KEEP_ON_CPU.search(match.group(5)) else other).update(names)
+    return frozenset(host), frozenset(other)
+
+
+def host_field_names(declarations: Iterable[tuple[frozenset[str], frozenset[str]]]) -> frozenset[str]:
+    """The fields that every declaration in the project keeps on the CPU."""
+    host: set[str] = set()
+    other: set[str] = set()
+    for kept, left in declarations:
+        host |= kept
+        other |= left
+    return frozenset(host - other)

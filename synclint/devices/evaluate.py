@@ -1,0 +1,450 @@
+"""The expression evaluator: where the value of one expression lives, under one environment.
+
+Literals are host values; names come from the environment, the module's top level, or their
+conventions; calls from torch's API (`synclint.devices.torch_api`), the project's facts about
+the called function, a local helper's returns, or the method's receiver; `device=` arguments
+and `.to(...)` targets say where a tensor is put.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from synclint.devices.conventions import classify_buffer_field, names_a_device, names_the_host
+from synclint.devices.lattice import (
+    HOST,
+    NONE,
+    UNKNOWN,
+    Env,
+    Place,
+    Where,
+    combine,
+    device,
+    host_tensor,
+    join,
+    join_all,
+)
+from synclint.devices.torch_api import (
+    DATA_FACTORIES,
+    DTYPE_NAMES,
+    HOST_ATTRIBUTES,
+    HOST_BUILTINS,
+    HOST_RESULT_FUNCTIONS,
+    HOST_RESULT_METHODS,
+    NEW_TENSOR_METHODS,
+    SAME_PLACE_ATTRIBUTES,
+    SEQUENCE_OPERATIONS,
+    TORCH_FACTORIES,
+    TORCH_LIKE_FACTORIES,
+)
+from synclint.model import Confidence
+from synclint.syntax import (
+    Scope,
+    code_text,
+    constant_position,
+    dotted_name,
+    keyword_arg,
+    names_in,
+    parameter,
+    string_key,
+)
+
+if TYPE_CHECKING:
+    from synclint.devices.model import DeviceModel
+
+
+class Evaluator:
+    """Evaluates one expression under one environment."""
+
+    def __init__(self, model: DeviceModel, scope: Scope | None, env: Env) -> None:
+        self.model = model
+        self.symbols = model.symbols
+        self.scope = scope
+        self.env = env
+
+    def eval(self, expr: cst.BaseExpression) -> Where:
+        method = getattr(self, "_eval_" + type(expr).__name__, None)
+        if method is None:
+            return UNKNOWN
+        return method(expr)
+
+    # literals ----------------------------------------------------------------------
+
+    def _host(self, expr: cst.BaseExpression) -> Where:
+        return HOST
+
+    _eval_Integer = _eval_Float = _eval_Imaginary = _host
+    _eval_SimpleString = _eval_ConcatenatedString = _eval_FormattedString = _host
+    _eval_Set = _eval_Dict = _host
+
+    def _eval_Tuple(self, expr: cst.Tuple | cst.List) -> Where:
+        if not expr.elements or any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return HOST
+        items = tuple(self.eval(e.value) for e in expr.elements)
+        tensors = [w for w in items if w.is_tensor]
+        return Where(Place.HOST, Confidence.HIGH, items=items, element=join_all(tensors) if len(tensors) == len(items) else None)
+
+    _eval_List = _eval_Tuple
+    _eval_ListComp = _eval_SetComp = _eval_DictComp = _eval_GeneratorExp = _eval_Lambda = _host
+
+    # names -------------------------------------------------------------------------
+
+    def _eval_Name(self, expr: cst.Name) -> Where:
+        name = expr.value
+        if name == "None":
+            return NONE
+        if name in ("True", "False"):
+            return HOST
+        if name in self.env:
+            return self.env[name]
+        if name in self.symbols.imports.aliases or name in self.symbols.functions or name in self.symbols.classes:
+            return HOST
+        if self.scope is not None and not isinstance(self.scope, cst.Module):
+            module_env = self.model.facts(self.model.module).final_env
+            if name in module_env:
+                return module_env[name]
+        return self.model.conventions.classify(name) or UNKNOWN
+
+    def _eval_Attribute(self, expr: cst.Attribute) -> Where:
+        attr = expr.attr.value
+        if attr in HOST_ATTRIBUTES:
+            return HOST
+        qual = self.symbols.qualname(expr)
+        if qual is not None and qual.startswith(("torch.", "numpy.", "math.")):
+            return HOST  # a module-level constant or function (torch.float32, np.pi)
+        if attr in SAME_PLACE_ATTRIBUTES:
+            return self.eval(expr.value)
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self" and isinstance(self.scope, cst.FunctionDef):
+            cls = self.symbols.self_class(self.scope)
+            if cls is not None:
+                known = self.model.class_attrs(cls).get(attr)
+                if known is not None:
+                    return known
+        return classify_buffer_field(attr) or self.model.conventions.classify(attr) or UNKNOWN
+
+    # compound expressions ----------------------------------------------------------
+
+    def _eval_Subscript(self, expr: cst.Subscript) -> Where:
+        key = string_key(expr.slice[0].slice.value) if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) else None
+        by_key = self.model.conventions.classify(key) if key else None
+        if by_key is not None:
+            return by_key  # `inputs["image_grid_thw"]`, `batch["ids_cpu"]`
+        base = self.eval(expr.value)
+        if base.items is not None:
+            position = constant_position(expr)
+            known = base.item(position) if position is not None else None
+            return known if known is not None else UNKNOWN
+        if base.place is Place.UNKNOWN:
+            return UNKNOWN
+        return replace(base, items=None, element=None) if base.element is not None else base
+
+    def _is_non_tensor_constant(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        qual = self.symbols.qualname(expr) or ""
+        return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in DTYPE_NAMES
+
+    def _eval_BinaryOperation(self, expr: cst.BinaryOperation) -> Where:
+        return combine([self.eval(expr.left), self.eval(expr.right)])
+
+    def _eval_Comparison(self, expr: cst.Comparison) -> Where:
+        if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in expr.comparisons):
+            return HOST
+        operands = [expr.left, *(t.comparator for t in expr.comparisons)]
+        if any(self._is_non_tensor_constant(o) for o in operands):
+            return HOST  # `mode == "raw"`, `x.dtype == torch.float16`: never tensor comparisons
+        return combine([self.eval(expr.left), *(self.eval(t.comparator) for t in expr.comparisons)])
+
+    def _eval_UnaryOperation(self, expr: cst.UnaryOperation) -> Where:
+        if isinstance(expr.operator, cst.Not):
+            return HOST
+        return self.eval(expr.expression)
+
+    def _eval_BooleanOperation(self, expr: cst.BooleanOperation) -> Where:
+        return join(self.eval(expr.left), self.eval(expr.right))
+
+    def _eval_IfExp(self, expr: cst.IfExp) -> Where:
+        return join(self.eval(expr.body), self.eval(expr.orelse))
+
+    def _eval_NamedExpr(self, expr: cst.NamedExpr) -> Where:
+        return self.eval(expr.value)
+
+    # calls -------------------------------------------------------------------------
+
+    def _eval_Call(self, call: cst.Call) -> Where:
+        func = call.func
+        qual = self.symbols.qualname(func)
+        if qual is not None:
+            known = self._eval_qualified_call(qual, call)
+            if known is not None:
+                return known
+        if self.model.view.functions:
+            known = self._project_call(call)
+            if known is not None:
+                return known
+        if isinstance(func, cst.Name):
+            if func.value in HOST_BUILTINS:
+                return HOST
+            if func.value in ("max", "min", "sum"):
+                return combine([self.eval(a.value) for a in call.args]) if call.args else UNKNOWN
+        if isinstance(func, cst.Attribute):
+            result = self._eval_method(func.value, func.attr.value, call)
+            if result is not None:
+                return result
+        target = self.symbols.resolve_function(func, self.scope)
+        if target is not None:
+            returned = self.model.returns_of(target)
+            if returned.on_device and returned.because:
+                return Where(returned.place, returned.confidence, f"returned by {target.name.value}(): {returned.because}")
+            return returned
+        if isinstance(func, cst.Name) and func.value in self.symbols.classes:
+            return HOST  # an instance of a local class
+        return UNKNOWN
+
+    def _project_call(self, call: cst.Call) -> Where | None:
+        """What a function of another file of the project returns, from the project view."""
+        qual = self.symbols.callee_qualname(call.func, self.scope)
+        fact = self.model.view.functions.get(qual or "")
+        if fact is None or fact.returns is None:
+            return None
+        returned = fact.returns
+        if returned.on_device and returned.because:
+            where = f"{fact.qualname.rsplit('.', 1)[-1]}() ({fact.path}:{fact.row})"
+            return Where(returned.place, returned.confidence, f"returned by {where}: {returned.because}")
+        return returned
+
+    def _eval_qualified_call(self, qual: str, call: cst.Call) -> Where | None:
+        short = qual.rsplit(".", 1)[-1]
+        if qual.startswith("numpy."):
+            return HOST
+        if qual == "torch.from_numpy":
+            return host_tensor("torch.from_numpy() is a host tensor")
+        if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"):
+            # Wherever it is made, a module's parameter moves with the module (`model.to(device)`).
+            return device(f"{qual.rsplit('.', 1)[-1]} of an nn.Module, which moves with the module", Confidence.MEDIUM)
+        if qual == "torch.device" or (
+            qual.startswith("torch.") and (short in HOST_RESULT_FUNCTIONS or short.startswith(("is_", "has_")))
+        ):
+            return HOST
+        if qual.startswith("torch.") and qual.count(".") == 1 and short in TORCH_FACTORIES:
+            return self._factory(call, f"{qual}(...)", like=None)
+        if qual.startswith("torch.") and short in TORCH_LIKE_FACTORIES:
+            like = self.eval(call.args[0].value) if call.args else UNKNOWN
+            return self._factory(call, f"{qual}(...)", like=like)
+        if qual.startswith("torch.cuda.") and short.endswith("Tensor"):
+            return device(f"{qual}(...)")
+        if qual.startswith("torch.") and short.endswith("Tensor"):
+            return host_tensor(f"{qual}(...)")
+        if qual.startswith(("torch.cuda.", "torch.accelerator.", "torch.backends.", "torch.distributed.is_")):
+            return HOST
+        if qual.startswith("torch."):
+            # Operations on tensors: the result lives where the tensor operands live.
+            result = combine(list(self._tensor_args(call))) if call.args else UNKNOWN
+            if short in SEQUENCE_OPERATIONS and result.place is Place.HOST:
+                return UNKNOWN  # a Python list of tensors says nothing of where its tensors are
+            return result
+        if qual.split(".")[0] in ("math", "os", "sys", "re", "json", "time", "itertools", "functools", "collections"):
+            return HOST
+        return None
+
+    def _tensor_args(self, call: cst.Call) -> Iterator[Where]:
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value not in ("input", "other", "tensors", "self"):
+                continue
+            value = arg.value
+            if isinstance(value, (cst.List, cst.Tuple)):
+                for element in value.elements:
+                    yield self.eval(element.value)
+            else:
+                where = self.eval(value)
+                yield where.element if where.element is not None else where
+
+    def _factory(self, call: cst.Call, what: str, like: Where | None) -> Where:
+        device_arg = keyword_arg(call, "device")
+        if device_arg is not None:
+            placed = self.device_of(device_arg)
+            if placed.on_device:
+                return Where(placed.place, placed.confidence, f"made by {what} on {code_text(device_arg)}")
+            return placed
+        pin = keyword_arg(call, "pin_memory")
+        if pin is not None and not (isinstance(pin, cst.Name) and pin.value == "False"):
+            return host_tensor(f"{what} in pinned host memory")
+        if like is not None:
+            return like
+        if (
+            call.args
+            and what.split("(", 1)[0].rsplit(".", 1)[-1] not in DATA_FACTORIES
+            and isinstance(self.scope, cst.FunctionDef)
+            and self.symbols.builds_module(self.scope)
+        ):
+            return Where(Place.HOST_TENSOR, Confidence.LOW,
+                         f"{what} without device= follows the default device while the module is built "
+                         "(model loaders set it with `with torch.device(...)`)")
+        return host_tensor(f"{what} without device= is a host tensor")
+
+    def _eval_method(self, receiver: cst.BaseExpression, method: str, call: cst.Call) -> Where | None:
+        if method == "cuda":
+            return device(f"{code_text(receiver)}.cuda()")
+        if method == "cpu":
+            return host_tensor(".cpu() result")
+        if method in ("numpy", "tolist", "item"):
+            return HOST
+        if method in HOST_RESULT_METHODS or (method.startswith(("is_", "has_")) and method != "is_nonzero"):
+            return HOST
+        if method == "pin_memory":
+            return host_tensor("pinned host tensor")
+        if method == "to":
+            target = self._to_target(call)
+            if target is not None:
+                return target
+            return self.eval(receiver)
+        if method in ("pop", "get") and call.args and call.args[0].keyword is None:
+            key = string_key(call.args[0].value)
+            by_key = self.model.conventions.classify(key) if key else None
+            if by_key is not None:
+                return by_key  # `kwargs.pop("image_grid_thw", None)`
+        if method.startswith("__"):
+            return None  # a protocol method (`__tensor_flatten__`, `__reduce__`): not a tensor operation
+        base = self.eval(receiver)
+        if method in ("parameters", "buffers") and base.place is Place.UNKNOWN:
+            # An nn.Module's tensors; a module built here without .cuda()/.to() would be a host value.
+            return device(f"{code_text(receiver)}.{method}() are a module's tensors", Confidence.MEDIUM)
+        if method in NEW_TENSOR_METHODS:
+            device_arg = keyword_arg(call, "device")
+            if device_arg is not None:
+                return self.device_of(device_arg)
+            return base
+        if base.is_tensor or base.place is Place.HOST:
+            return base
+        return None
+
+    def _to_target(self, call: cst.Call) -> Where | None:
+        """Where `.to(...)` puts the tensor, or None when it keeps the device (dtype only)."""
+        device_arg = keyword_arg(call, "device")
+        candidates = [device_arg] if device_arg is not None else [a.value for a in call.args if a.keyword is None][:1]
+        for arg in candidates:
+            qual = self.symbols.qualname(arg) or ""
+            if qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in DTYPE_NAMES:
+                return None
+            if isinstance(arg, cst.Attribute) and arg.attr.value == "dtype":
+                return None
+            placed = self.device_of(arg)
+            if placed.place is Place.UNKNOWN:
+                return None
+            if placed.on_device:
+                return Where(placed.place, placed.confidence, f"moved by .to({code_text(arg)})")
+            return placed
+        return None
+
+    def device_of(self, arg: cst.BaseExpression) -> Where:
+        """What a `device=` argument (or the first argument of `.to`) means."""
+        if isinstance(arg, cst.SimpleString):
+            text = arg.evaluated_value if isinstance(arg.evaluated_value, str) else ""
+            if text.startswith("cpu") or text == "meta":
+                return host_tensor(f"device {text!r}")
+            return device(f"device {text!r}")
+        if isinstance(arg, cst.Integer):
+            return device(f"device {arg.value}")
+        if isinstance(arg, cst.Name) and arg.value == "None":
+            return host_tensor("device=None")
+        if isinstance(arg, cst.Call) and self.symbols.qualname(arg.func) == "torch.device" and arg.args:
+            return self.device_of(arg.args[0].value)
+        if isinstance(arg, cst.Call) and (self.symbols.qualname(arg.func) or "").endswith("current_device"):
+            return device(code_text(arg))
+        if isinstance(arg, cst.Attribute) and arg.attr.value == "device":
+            owner = self.eval(arg.value)
+            if owner.is_tensor:
+                return Where(owner.place, owner.confidence, f"{code_text(arg)}" if owner.on_device else None)
+            text = code_text(arg)
+            if "cpu" in text.lower():
+                return host_tensor(text)
+            if self.model.host_code:
+                return UNKNOWN  # host-side code: a device variable there is as often the CPU
+            return device(text, Confidence.MEDIUM if owner.place is Place.UNKNOWN else Confidence.HIGH)
+        text = code_text(arg)
+        if names_the_host(text):
+            return host_tensor(text)
+        if isinstance(arg, cst.IfExp):
+            return join(self.device_of(arg.body), self.device_of(arg.orelse))
+        if isinstance(arg, cst.Name) and (known := self.env.get(arg.value)) is not None and known.place is Place.HOST_TENSOR:
+            return known  # a device the code tested: `if device.type == "cpu":`
+        if isinstance(arg, cst.Name) and isinstance(self.scope, cst.FunctionDef):
+            values = self.model.local_values(self.scope).get(arg.value, ())
+            if len(values) == 1 and values[0] is not None and arg.value not in names_in(values[0]):
+                # `device = x.device` (or `... if ... else None`) with `x` on the CPU: the CPU.
+                assigned = self.device_of(values[0])
+                if assigned.on_host:
+                    return host_tensor(f"{arg.value} = {code_text(values[0])}")
+            param = parameter(self.scope, arg.value)
+            default = param.default if param is not None else None
+            if (isinstance(default, (cst.SimpleString, cst.Call)) and self.device_of(default).on_host
+                    and not self.model.passed_here(self.scope, arg.value)):
+                return UNKNOWN  # `device: str = "cpu"` that no call in this file sets: the CPU unless a caller asks
+        if isinstance(arg, (cst.Name, cst.Attribute)) and not self.model.host_code and names_a_device(text):
+            return device(text)
+        return UNKNOWN
+
+    def positions_of(self, iterable: cst.BaseExpression) -> list[Where] | None:
+        """Where each position of the tuples that `enumerate(...)` or `zip(...)` yields lives."""
+        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)):
+            return None
+        positional = [a.value for a in iterable.args if a.keyword is None and not a.star]
+        if iterable.func.value == "enumerate" and len(positional) >= 1:
+            return [HOST, self.element_of(positional[0])]
+        if iterable.func.value == "zip" and len(positional) == len(iterable.args):
+            return [self.element_of(arg) for arg in positional]
+        return None
+
+    def element_of(self, iterable: cst.BaseExpression) -> Where:
+        """Where the elements of a `for` loop's iterable live."""
+        if isinstance(iterable, cst.Call):
+            name = iterable.func.value if isinstance(iterable.func, cst.Name) else None
+            if name in ("range", "enumerate", "zip", "sorted", "reversed"):
+                if name == "range":
+                    return HOST
+                inner = [self.eval(a.value) for a in iterable.args]
+                if name == "zip" or name == "enumerate":
+                    return UNKNOWN if any(w.place is Place.UNKNOWN for w in inner) else combine(inner)
+                return inner[0] if inner else UNKNOWN
+        where = self.eval(iterable)
+        if where.is_tensor:
+            return where
+        if where.element is not None:
+            return where.element
+        return UNKNOWN if where.place is Place.UNKNOWN else HOST
+
+    def from_annotation(self, annotation: cst.BaseExpression, name: str) -> Where | None:
+        """Where a value annotated with `annotation` lives, or None when the annotation says nothing."""
+        if isinstance(annotation, cst.SimpleString):
+            return None
+        if isinstance(annotation, cst.BinaryOperation):  # X | None
+            parts = [self.from_annotation(annotation.left, name), self.from_annotation(annotation.right, name)]
+            known = [p for p in parts if p is not None and not p.is_none]
+            return known[0] if len(known) == 1 else None
+        if isinstance(annotation, cst.Name) and annotation.value == "None":
+            return NONE
+        if isinstance(annotation, cst.Subscript):
+            head = self.symbols.qualname(annotation.value) or dotted_name(annotation.value) or ""
+            if head.split(".")[-1] == "Optional":
+                inner = annotation.slice[0].slice
+                if isinstance(inner, cst.Index):
+                    return self.from_annotation(inner.value, name)
+            if head.split(".")[-1] in ("list", "List", "dict", "Dict", "tuple", "Tuple", "set", "Sequence"):
+                return HOST
+            return None
+        qual = self.symbols.qualname(annotation) or dotted_name(annotation) or ""
+        last = qual.split(".")[-1]
+        if qual in ("torch.Tensor", "Tensor") or (qual.startswith("torch.") and last == "Tensor"):
+            by_name = self.model.conventions.classify(name)
+            if by_name is not None:
+                return Where(Place.HOST_TENSOR, Confidence.MEDIUM, by_name.because) if by_name.on_host else by_name
+            if self.model.host_code:
+                return Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a tensor in host-side code")
+            return device(f"{name} is annotated torch.Tensor", Confidence.MEDIUM)
+        if qual.startswith("numpy.") or last in ("int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set"):
+            return HOST
+        return None

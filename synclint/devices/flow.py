@@ -1,0 +1,322 @@
+"""The flow walker: each function's statements in order, with the environment before each.
+
+An environment maps names to where their values live. `FlowWalker` walks one function (or
+the module body) once, recording the environment before every statement, so that `where` is
+flow-sensitive over straight-line code; the arms of a branch are walked apart and joined,
+loops join their body's end with their entry, and what a method stores in `self.x` is noted
+for the class. Parameters start from their annotations, defaults, names, the project's
+callers and the function's own use of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from synclint.devices.conventions import WEIGHT_LOADER, is_activation_name
+from synclint.devices.evaluate import Evaluator
+from synclint.devices.lattice import HOST, UNKNOWN, Env, Place, Where, combine, device, join, join_element
+from synclint.devices.narrowing import CPU_PATH, on_cpu_in
+from synclint.devices.usage import host_uses
+from synclint.model import Confidence
+from synclint.syntax import Scope, dotted_name, ends_function, statements
+
+if TYPE_CHECKING:
+    from synclint.devices.model import DeviceModel
+
+@dataclass
+class FunctionFacts:
+    """The environment before each statement of one function (or of the module body)."""
+
+    env_before: dict[int, Env] = field(default_factory=dict)
+    returns: list[Where] = field(default_factory=list)
+    self_attrs: dict[str, Where] = field(default_factory=dict)
+    loop_depth_of: dict[int, int] = field(default_factory=dict)
+    final_env: Env = field(default_factory=dict)
+    # Parameters that the function's own code says nothing sure of (unknown, or a tensor of
+    # unknown device outside an nn.Module): what a caller passing a GPU tensor would settle.
+    weak_params: set[str] = field(default_factory=set)
+    # `self.x: torch.Tensor | None = None` with no assignment after it in this method: a
+    # declaration, which an assignment in another method overrides (synclint reads no `None`
+    # as a tensor's device).
+    declared_attrs: set[str] = field(default_factory=set)
+
+
+class FlowWalker:
+    """Walks one function's statements in order, recording the environment before each."""
+
+    def __init__(self, model: DeviceModel, scope: Scope, facts: FunctionFacts) -> None:
+        self.model = model
+        self.scope = scope
+        self.facts = facts
+
+    def walk_function(self) -> None:
+        func = self.scope
+        assert isinstance(func, cst.FunctionDef)
+        env: Env = {}
+        outer = self.model.symbols.enclosing.get(id(func))
+        if outer is not None:  # a closure sees the enclosing function's names
+            outer_facts = self.model.facts(outer)
+            env.update(outer_facts.env_before.get(id(func), {}))
+        evaluator = Evaluator(self.model, func, env)
+        cls = self.model.symbols.class_of(func)
+        in_module = self.model.symbols.is_module_class(cls)
+        params = func.params
+        positional = [*params.posonly_params, *params.params]
+        own_uses: dict[str, str] | None = None  # found on first need: most functions never ask
+        qualname = self.model.symbols.function_qualname(func) or ""
+        passed = self.model.view.device_params.get(qualname, {})
+        by_keyword = self.model.view.host_params.get(qualname, {})  # keyword-only: every call names them
+        for i, param in enumerate([*positional, *params.kwonly_params]):
+            name = param.name.value
+            if i == 0 and cls is not None and name in ("self", "cls"):
+                continue
+            where = None
+            if param.annotation is not None:
+                where = evaluator.from_annotation(param.annotation.annotation, name)
+                if where is not None and where.on_device and where.confidence < Confidence.HIGH and WEIGHT_LOADER.search(func.name.value):
+                    # Weight loaders receive checkpoint tensors, which are read into host memory.
+                    where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a checkpoint tensor given to the weight loader {func.name.value}()")
+                elif where is not None and where.on_device and where.confidence is Confidence.MEDIUM and not (
+                    in_module or is_activation_name(name)
+                ):
+                    # Helpers outside nn.Modules (CPU fallbacks, planners, processors, reference
+                    # code) take host tensors as often as device ones: measured on vLLM, half of
+                    # such findings were host tensors.
+                    where = Where(Place.DEVICE, Confidence.LOW, f"{where.because}, outside an nn.Module")
+            if where is None and param.default is not None:
+                where = evaluator.eval(param.default)
+                if where.is_none or where.place is Place.UNKNOWN:
+                    where = None
+            if where is None:
+                where = self.model.conventions.classify(name)
+            if where is None and in_module and not self.model.host_code and func.name.value == "forward" and i == (1 if cls is not None else 0):
+                where = device(f"{name} is an argument of nn.Module.forward", Confidence.MEDIUM)
+            if where is None or where.place is Place.UNKNOWN or (where.on_device and where.confidence is Confidence.LOW):
+                self.facts.weak_params.add(name)
+            caller = passed.get(name)
+            if caller is not None and (where is None or where.place is Place.UNKNOWN or (where.on_device and where.confidence < caller.confidence)):
+                # A caller (in this file or another) passes a GPU tensor here.
+                where = Where(Place.DEVICE, min(caller.confidence, Confidence.MEDIUM), caller.because)
+            settled = self.model.host_params.get(id(func), {}).get(name) or (
+                by_keyword.get(name) if param in params.kwonly_params else None)
+            if settled is not None and (where is None or not where.on_device or where.confidence < Confidence.HIGH):
+                where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a host tensor: {settled}")
+            if where is not None and where.on_device and where.confidence < Confidence.HIGH:
+                own_uses = host_uses(func) if own_uses is None else own_uses
+                evidence = own_uses.get(name)
+                if evidence is not None:
+                    where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is used as a host tensor: {evidence}")
+            if where is not None:
+                env[name] = where
+        self.walkstatements(statements(func.body), env, 0)
+
+    def walkstatements(self, body: Sequence, env: Env, loop_depth: int) -> Env:
+        for stmt in body:
+            self.facts.env_before[id(stmt)] = env
+            self.facts.loop_depth_of[id(stmt)] = loop_depth
+            env = self.walk_statement(stmt, env, loop_depth)
+        return env
+
+    def walk_statement(self, stmt: cst.CSTNode, env: Env, depth: int) -> Env:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self.facts.env_before[id(small)] = env
+                env = self.walk_small(small, env)
+            return env
+        if isinstance(stmt, cst.If):
+            # `if x.is_cpu:`, `if device.type == "cpu":`: on the CPU in the branch that says so.
+            after_body = self.walkstatements(statements(stmt.body), on_cpu_in(env, stmt.test, True), depth)
+            otherwise = on_cpu_in(env, stmt.test, False)
+            if stmt.orelse is None:
+                return otherwise if ends_function(stmt.body) else join_env(otherwise, after_body)
+            if isinstance(stmt.orelse, cst.If):
+                self.facts.env_before[id(stmt.orelse)] = otherwise
+                self.facts.loop_depth_of[id(stmt.orelse)] = depth
+                after_else = self.walk_statement(stmt.orelse, otherwise, depth)
+            else:
+                after_else = self.walkstatements(statements(stmt.orelse.body), otherwise, depth)
+            if ends_function(stmt.body):
+                return after_else  # `if c: ...; return` : what follows runs only when c was false
+            return join_env(after_body, after_else)
+        if isinstance(stmt, cst.For):
+            inner = dict(env)
+            self._bind_loop_target(stmt.target, stmt.iter, env, inner)
+            after = self.walkstatements(statements(stmt.body), inner, depth + 1)
+            merged = join_env(env, after)
+            if stmt.orelse is not None:
+                merged = self.walkstatements(statements(stmt.orelse.body), merged, depth)
+            return merged
+        if isinstance(stmt, cst.While):
+            after = self.walkstatements(statements(stmt.body), env, depth + 1)
+            merged = join_env(env, after)
+            if stmt.orelse is not None:
+                merged = self.walkstatements(statements(stmt.orelse.body), merged, depth)
+            return merged
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
+            after = self.walkstatements(statements(stmt.body), env, depth)
+            ends = [after]
+            for handler in stmt.handlers:
+                ends.append(self.walkstatements(statements(handler.body), env, depth))
+            merged = ends[0]
+            for other in ends[1:]:
+                merged = join_env(merged, other)
+            if stmt.orelse is not None:
+                merged = self.walkstatements(statements(stmt.orelse.body), merged, depth)
+            if stmt.finalbody is not None:
+                merged = self.walkstatements(statements(stmt.finalbody.body), merged, depth)
+            return merged
+        if isinstance(stmt, cst.With):
+            inner = dict(env)
+            for item in stmt.items:
+                if item.asname is not None:
+                    self._bind(item.asname.name, UNKNOWN, inner)
+            return self.walkstatements(statements(stmt.body), inner, depth)
+        if isinstance(stmt, cst.Match):
+            ends = [self.walkstatements(statements(case.body), env, depth) for case in stmt.cases]
+            merged = env
+            for other in ends:
+                merged = join_env(merged, other)
+            return merged
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            new = dict(env)
+            new[stmt.name.value] = HOST
+            return new
+        return env
+
+    def walk_small(self, small: cst.BaseSmallStatement, env: Env) -> Env:
+        evaluator = Evaluator(self.model, self.scope, env)
+        if isinstance(small, cst.Assign):
+            value = evaluator.eval(small.value)
+            new = dict(env)
+            for target in small.targets:
+                self._bind(target.target, value, new, small.value)
+            return new
+        if isinstance(small, cst.AnnAssign):
+            new = dict(env)
+            value = evaluator.eval(small.value) if small.value is not None else UNKNOWN
+            declared = value.place is Place.UNKNOWN or value.is_none
+            if declared:
+                # `self.x_cpu: torch.Tensor | None = None`: the attribute's name carries the convention.
+                name = (dotted_name(small.target) or "").rsplit(".", 1)[-1]
+                value = evaluator.from_annotation(small.annotation.annotation, name) or value
+            if small.value is not None or value.place is not Place.UNKNOWN:
+                self._bind(small.target, value, new, declaration=declared)
+            return new
+        if isinstance(small, cst.AugAssign):
+            target = small.target
+            if isinstance(target, cst.Name) and target.value in env:
+                new = dict(env)
+                new[target.value] = combine([env[target.value], evaluator.eval(small.value)])
+                return new
+            return env
+        if isinstance(small, cst.Return) and small.value is not None:
+            self.facts.returns.append(evaluator.eval(small.value))
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            self._note_registered_buffer(small.value)
+            return self._note_append(small.value, env, evaluator)
+        return env
+
+    def _note_append(self, call: cst.Call, env: Env, evaluator: "Evaluator") -> Env:
+        """`parts.append(t)`: the list `parts` holds tensors where `t` lives (for `torch.cat(parts)`)."""
+        func = call.func
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("append", "insert")
+            and isinstance(func.value, cst.Name)
+            and call.args
+        ):
+            return env
+        name = func.value.value
+        held = env.get(name)
+        if held is None or held.place is not Place.HOST or held.is_none:
+            return env
+        added = evaluator.eval(call.args[-1].value)
+        if not added.is_tensor:
+            return env
+        new = dict(env)
+        new[name] = replace(held, items=None, element=join_element(held.element, added))
+        return new
+
+    def _note_registered_buffer(self, call: cst.Call) -> None:
+        """`self.register_buffer("name", t)`: like a parameter, the buffer moves with the module."""
+        func = call.func
+        if not (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "register_buffer"
+            and dotted_name(func.value) == "self"
+            and len(call.args) >= 2
+            and isinstance(call.args[0].value, cst.SimpleString)
+            and isinstance(self.scope, cst.FunctionDef)
+        ):
+            return
+        name = call.args[0].value.evaluated_value
+        value = call.args[1].value
+        if not isinstance(name, str) or (isinstance(value, cst.Name) and value.value == "None"):
+            return
+        where = device(f"self.{name} is a buffer of an nn.Module, which moves with the module", Confidence.MEDIUM)
+        old = self.facts.self_attrs.get(name)
+        self.facts.self_attrs[name] = where if old is None or name in self.facts.declared_attrs else join(old, where)
+        self.facts.declared_attrs.discard(name)
+
+    def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, env: Env, inner: Env) -> None:
+        """Binds a `for` target; `for i, x in enumerate(xs)` and `for a, b in zip(as, bs)` bind
+        each name from its own position (the index of `enumerate` is a Python int)."""
+        evaluator = Evaluator(self.model, self.scope, env)
+        positions = evaluator.positions_of(iterable)
+        if positions is not None and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(positions):
+            for element, where in zip(target.elements, positions):
+                self._bind(element.value, where, inner)
+        else:
+            self._bind(target, evaluator.element_of(iterable), inner)
+
+    def _bind(self, target: cst.BaseExpression, value: Where, env: Env, value_node=None, declaration: bool = False) -> None:
+        if isinstance(target, cst.Name):
+            env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            values = None
+            if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(elements):
+                evaluator = Evaluator(self.model, self.scope, env)
+                values = [evaluator.eval(e.value) for e in value_node.elements]
+            elif value.items is not None and len(value.items) == len(elements):
+                values = list(value.items)  # `ids, count = helper()` where helper returns a tuple
+            for i, element in enumerate(elements):
+                if isinstance(element, cst.StarredElement):
+                    element = element.value
+                self._bind(element, values[i] if values else value, env)
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+            and isinstance(self.scope, cst.FunctionDef)
+        ):
+            name = target.attr.value
+            old = self.facts.self_attrs.get(name)
+            declared = self.facts.declared_attrs
+            if declaration:
+                if old is None:
+                    self.facts.self_attrs[name] = value
+                    declared.add(name)
+                return  # after an assignment, a declaration adds nothing
+            if old is None or name in declared:
+                self.facts.self_attrs[name] = value
+                declared.discard(name)
+            else:
+                self.facts.self_attrs[name] = join(old, value)
+
+
+def join_env(a: Env, b: Env) -> Env:
+    if a is b:
+        return a
+    merged = dict(a)
+    for name, where in b.items():
+        merged[name] = join(a[name], where) if name in a else where.weaker(Confidence.MEDIUM)
+    for name in a.keys() - b.keys():
+        merged[name] = a[name].weaker(Confidence.MEDIUM)
+    if CPU_PATH not in a or CPU_PATH not in b:
+        merged.pop(CPU_PATH, None)  # a path from the GPU's side joins here
+    return merged

@@ -1,0 +1,140 @@
+"""The values of the device model and how they join: where a value lives, how sure, and why.
+
+No libcst here: these values travel in project summaries between processes and in the cache.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from synclint.model import Confidence, pickled_by_fields
+
+
+class Place(str, enum.Enum):
+    DEVICE = "device"  # a tensor on the accelerator (or, with medium confidence, a tensor of unknown device)
+    HOST_TENSOR = "host-tensor"  # a torch tensor in host memory
+    HOST = "host"  # numpy arrays, Python numbers, lists, None, objects that are not tensors
+    UNKNOWN = "unknown"
+
+
+@pickled_by_fields
+@dataclass(frozen=True)
+class Where:
+    place: Place
+    confidence: Confidence
+    because: str | None = None
+    is_none: bool = False  # the literal None: joins as "nothing here"
+    # A tuple or list built here: where each of its positions lives (`return ids, count`), and
+    # where the elements appended to a list live (`parts.append(t)` before `torch.cat(parts)`).
+    items: tuple["Where", ...] | None = None
+    element: "Where | None" = None
+
+    @property
+    def on_device(self) -> bool:
+        return self.place is Place.DEVICE
+
+    @property
+    def on_host(self) -> bool:
+        return self.place in (Place.HOST, Place.HOST_TENSOR)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.place in (Place.DEVICE, Place.HOST_TENSOR)
+
+    def weaker(self, cap: Confidence) -> "Where":
+        return Where(self.place, min(self.confidence, cap), self.because, self.is_none, self.items, self.element)
+
+    def item(self, position: int) -> "Where | None":
+        """Where position `position` of this tuple lives, when it was built where we can see it."""
+        if self.items is None or not -len(self.items) <= position < len(self.items):
+            return None
+        return self.items[position]
+
+
+# Names in scope and where their values live (the flow walker keeps one before each statement).
+Env = dict[str, Where]
+
+UNKNOWN = Where(Place.UNKNOWN, Confidence.LOW)
+HOST = Where(Place.HOST, Confidence.HIGH)
+NONE = Where(Place.HOST, Confidence.HIGH, is_none=True)
+
+
+def device(because: str, confidence: Confidence = Confidence.HIGH) -> Where:
+    return Where(Place.DEVICE, confidence, because)
+
+
+def host_tensor(because: str | None = None) -> Where:
+    return Where(Place.HOST_TENSOR, Confidence.HIGH, because)
+
+
+def join(a: Where, b: Where) -> Where:
+    """The value is `a` on one path and `b` on another."""
+    if a.is_none:
+        return b
+    if b.is_none:
+        return a
+    if a.place is b.place:
+        joined = a if a.confidence <= b.confidence else b
+        if a.place is Place.HOST and (a.items or b.items or a.element or b.element):
+            joined = replace(joined, items=_join_items(a.items, b.items), element=join_element(a.element, b.element))
+        return joined
+    if a.place is Place.UNKNOWN or b.place is Place.UNKNOWN:
+        known = b if a.place is Place.UNKNOWN else a
+        return known.weaker(Confidence.MEDIUM)
+    if Place.DEVICE in (a.place, b.place):
+        dev = a if a.on_device else b
+        return Where(Place.DEVICE, Confidence.MEDIUM, (dev.because or "") + " on one path" if dev.because else None)
+    return host_tensor() if Place.HOST_TENSOR in (a.place, b.place) else HOST
+
+
+def _join_items(a: tuple[Where, ...] | None, b: tuple[Where, ...] | None) -> tuple[Where, ...] | None:
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(join(x, y) for x, y in zip(a, b))
+
+
+def join_element(a: Where | None, b: Where | None) -> Where | None:
+    """An empty list on one path and a list of host tensors on the other holds host tensors."""
+    if a is None or b is None:
+        return a or b
+    return join(a, b)
+
+
+def join_all(items: Iterable[Where]) -> Where:
+    result: Where | None = None
+    for item in items:
+        result = item if result is None else join(result, item)
+    return result if result is not None else UNKNOWN
+
+
+def combine(operands: Sequence[Where]) -> Where:
+    """The result of arithmetic or comparison between operands: a device tensor wins, unless
+    only a guess says so and an operand is surely a host tensor: torch refuses to mix a CUDA
+    tensor with a CPU tensor that has dimensions (`mask & (ids.cpu() == k)` is a CPU mask),
+    so the guess is what is wrong."""
+    devices = [w for w in operands if w.on_device]
+    host = next((w for w in operands if w.place is Place.HOST_TENSOR and w.confidence is Confidence.HIGH), None)
+    if devices and host is not None and all(w.confidence < Confidence.HIGH for w in devices):
+        return host_tensor(host.because)
+    if devices:
+        return min(devices, key=lambda w: w.confidence)
+    hosts = [w for w in operands if w.place is Place.HOST_TENSOR]
+    if hosts:
+        surest = max(hosts, key=lambda w: w.confidence)
+        return host_tensor() if surest.confidence is Confidence.HIGH else surest
+    if operands and all(w.place is Place.HOST for w in operands):
+        return HOST
+    return UNKNOWN
+
+
+# The medium-confidence reasons that a tensor is a host tensor that speak of the value itself.
+_SURE_HOST = ("keep_on_cpu", "by its name", "is a host tensor:", "used as a host tensor")
+
+
+def is_sure_host(where: Where) -> bool:
+    """A host tensor the code proves, not one path's guess (`return torch.tensor([])` beside
+    something unknown): made on the CPU, or a host tensor for a reason about the value itself."""
+    return where.place is Place.HOST_TENSOR and (
+        where.confidence is Confidence.HIGH or any(word in (where.because or "") for word in _SURE_HOST))

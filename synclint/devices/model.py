@@ -1,0 +1,203 @@
+"""The device model's facade: where does this value live?
+
+Every rule asks one question of an expression, at a statement of a function: `DeviceModel.where`.
+The model answers lazily: a function is walked (`synclint.devices.flow`) the first time a
+question falls in it, a class's attributes are gathered from all its methods the first time
+one is read, a helper's return is the join of its returns. The rest of the package does the
+work, one job per module:
+
+    lattice      the values (`Where`: device, host tensor, host value, unknown) and their joins
+    torch_api    what torch's functions and methods return
+    conventions  every naming convention the analysis uses
+    imports      import aliases to qualified names
+    symbols      the module's classes, functions and qualified names
+    flow         the walker: environments before each statement, branches and loops
+    narrowing    what a branch's test proves (`if x.is_cpu:`)
+    usage        what a function's code shows about its names (`x.numpy()`)
+    evaluate     the expression evaluator
+    callers      call-site scans, and parameters settled by what every caller passes
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from synclint.devices.callers import calls_by_name, passes_parameter, settle_host_params
+from synclint.devices.conventions import NameConventions
+from synclint.devices.evaluate import Evaluator
+from synclint.devices.flow import FlowWalker, FunctionFacts
+from synclint.devices.lattice import UNKNOWN, Env, Place, Where, join, join_all
+from synclint.devices.narrowing import CPU_PATH
+from synclint.devices.symbols import Symbols
+from synclint.model import Confidence
+from synclint.project.facts import EMPTY_VIEW, ProjectFile
+from synclint.syntax import Scope, dotted_name, is_property, local_assignments, statements
+
+
+class DeviceModel:
+    """Answers where a value lives, for one module."""
+
+    def __init__(
+        self,
+        module: cst.Module,
+        conventions: NameConventions | None = None,
+        host_code: bool = False,
+        project: ProjectFile | None = None,
+    ) -> None:
+        self.module = module
+        self.host_code = host_code  # the file runs on the host (conventions.is_host_code_path)
+        self.conventions = conventions or NameConventions()
+        self.project = project or ProjectFile()
+        self.view = self.project.view or EMPTY_VIEW  # facts from the project's other files
+        self.symbols = Symbols(module, self.project)
+        # Parameters of private functions that every call in this module fills with a host
+        # value: id(function) -> name -> why (see callers.settle_host_params).
+        self.host_params: dict[int, dict[str, str]] = {}
+        self._settled = False
+        self._facts: dict[int, FunctionFacts] = {}
+        self._class_attrs: dict[int, dict[str, Where]] = {}
+        self._returns: dict[int, Where] = {}
+        self._in_progress: set[int] = set()
+        self._local_values: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
+        self._calls_by_name: dict[str, list[cst.Call]] | None = None
+
+    # ---- the question rules ask ---------------------------------------------------------
+
+    def where(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None) -> Where:
+        """Where `expr` lives, evaluated just before statement `stmt` of `scope`."""
+        evaluator = self._evaluator(scope, stmt)
+        found = evaluator.eval(expr)
+        cpu_path = evaluator.env.get(CPU_PATH)
+        if cpu_path is not None and found.on_device and found.confidence is Confidence.MEDIUM:
+            # A guess of the GPU on the CPU side of a dispatch (`if x.is_cuda: return kernel(x)`).
+            return Where(found.place, Confidence.LOW, f"{found.because}; but {cpu_path.because}",
+                         found.is_none, found.items, found.element)
+        return found
+
+    def to_target(self, call: cst.Call, scope: Scope | None, stmt: cst.CSTNode | None) -> Where | None:
+        """Where `<tensor>.to(...)` puts its result; None when it keeps the device (a dtype) or says nothing known."""
+        return self._evaluator(scope, stmt)._to_target(call)
+
+    def placement(self, arg: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None) -> Where:
+        """What a `device=` argument means (a host tensor for "cpu"), evaluated just before `stmt`."""
+        return self._evaluator(scope, stmt).device_of(arg)
+
+    def _evaluator(self, scope: Scope | None, stmt: cst.CSTNode | None) -> "Evaluator":
+        env: Env = {}
+        if scope is not None and stmt is not None:
+            env = self.facts(scope).env_before.get(id(stmt), {})
+        return Evaluator(self, scope, env)
+
+    def loop_depth(self, scope: Scope, stmt: cst.CSTNode) -> int:
+        return self.facts(scope).loop_depth_of.get(id(stmt), 0)
+
+    # ---- lazily computed facts -----------------------------------------------------
+
+    def facts(self, scope: Scope) -> FunctionFacts:
+        key = id(scope)
+        cached = self._facts.get(key)
+        if cached is not None:
+            return cached
+        if not self._settled:
+            self._settled = True
+            settle_host_params(self)
+        cls = self.symbols.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
+        if cls is not None and id(cls) not in self._class_attrs:
+            # Gather the class's attributes first, walking its methods in body order, so
+            # that what a method sees of `self.x` does not depend on which method a rule
+            # happened to ask about first.
+            self.class_attrs(cls)
+            cached = self._facts.get(key)
+            if cached is not None:
+                return cached
+        facts = FunctionFacts()
+        self._facts[key] = facts  # visible (partially) to recursive questions
+        if isinstance(scope, cst.Module):
+            facts.final_env = FlowWalker(self, scope, facts).walkstatements(scope.body, {}, 0)
+        else:
+            FlowWalker(self, scope, facts).walk_function()
+        return facts
+
+    def class_attrs(self, cls: cst.ClassDef) -> dict[str, Where]:
+        key = id(cls)
+        cached = self._class_attrs.get(key)
+        if cached is not None:
+            return cached
+        attrs: dict[str, Where] = {}
+        self._class_attrs[key] = attrs  # recursion guard: a partial answer
+        for base in cls.bases:
+            base_name = dotted_name(base.value)
+            base_cls = self.symbols.classes.get(base_name or "")
+            if base_cls is not None and base_cls is not cls:
+                attrs.update(self.class_attrs(base_cls))
+            elif base_cls is None:
+                attrs.update(self.view.class_attrs.get(self.symbols.class_qualname(base.value) or "", {}))
+        evaluator = Evaluator(self, None, {})
+        for stmt in statements(cls.body):
+            # Class-level annotations: dataclass fields and NamedTuple members.
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                        ann = evaluator.from_annotation(small.annotation.annotation, small.target.value)
+                        if ann is not None:
+                            attrs[small.target.value] = ann
+        declared: dict[str, Where] = {}
+        for stmt in statements(cls.body):
+            if isinstance(stmt, cst.FunctionDef):
+                if is_property(stmt):
+                    continue
+                facts = self.facts(stmt)
+                for name, where in facts.self_attrs.items():
+                    if name in facts.declared_attrs:
+                        declared[name] = join(declared[name], where) if name in declared else where
+                    else:
+                        attrs[name] = join(attrs[name], where) if name in attrs else where
+        for name, where in declared.items():
+            attrs.setdefault(name, where)  # only declared: the annotation is all there is
+        return attrs
+
+    def returns_of(self, func: cst.FunctionDef) -> Where:
+        key = id(func)
+        if key in self._returns:
+            return self._returns[key]
+        if key in self._in_progress:
+            return UNKNOWN
+        self._in_progress.add(key)
+        try:
+            result = join_all(self.facts(func).returns) if self.facts(func).returns else UNKNOWN
+            if func.returns is not None:
+                ann = Evaluator(self, func, {}).from_annotation(func.returns.annotation, func.name.value)
+                if ann is not None and ann.on_device and ann.confidence is Confidence.MEDIUM and not self.symbols.is_module_class(self.symbols.class_of(func)):
+                    ann = ann.weaker(Confidence.LOW)  # `-> torch.Tensor` of a helper: as its parameters
+                if ann is not None and result.items is None and (
+                    result.place is Place.UNKNOWN or (ann.place is Place.HOST and not ann.is_none)
+                ):
+                    result = ann  # `-> bool` is a bool, whatever a path through the body seemed to return
+        finally:
+            self._in_progress.discard(key)
+        self._returns[key] = result
+        return result
+
+    MAX_HOST_PARAM_ROUNDS = 3
+
+
+    def forget_facts(self) -> None:
+        """Drop every computed fact (after `host_params` changed: they are computed again)."""
+        self._facts.clear()
+        self._class_attrs.clear()
+        self._returns.clear()
+
+    def local_values(self, func: Scope) -> dict[str, list[cst.BaseExpression | None]]:
+        """The values assigned to each name in `func`'s own body (`syntax.local_assignments`), once."""
+        found = self._local_values.get(id(func))
+        if found is None:
+            found = self._local_values[id(func)] = local_assignments(func)
+        return found
+
+    def passed_here(self, func: cst.FunctionDef, name: str) -> bool:
+        """Whether some call in this module to a function called like `func` passes its
+        parameter `name` (by keyword, or by position counting `self` off for methods)."""
+        if self._calls_by_name is None:
+            self._calls_by_name = calls_by_name(self.module)
+        is_method = self.symbols.class_of(func) is not None
+        return passes_parameter(self._calls_by_name.get(func.name.value, []), func, name, is_method)

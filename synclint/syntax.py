@@ -1,0 +1,375 @@
+"""What code spells, read off libcst nodes: names, arguments, parameters, blocks, bindings.
+
+Nothing here knows where a value lives (that is `synclint.devices`) or what a rule wants
+(`synclint.patterns`); the device model, the project summaries and the rules all read
+syntax through these helpers, one helper per question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from synclint.traversal import walk
+
+_EMPTY_MODULE = cst.Module(body=())
+
+# Where code runs: a function's body, or the module's top level.
+Scope = cst.Module | cst.FunctionDef
+
+
+def code_text(node: cst.CSTNode, limit: int = 60) -> str:
+    """The source of `node` as written, cut to `limit` characters (for explanations)."""
+    text = _EMPTY_MODULE.code_for_node(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def dotted_name(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a chain of names and attributes, else None."""
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
+
+
+def last_name(expr: cst.BaseExpression) -> str | None:
+    """`c` of `a.b.c` or of `c`; None for anything else."""
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    if isinstance(expr, cst.Name):
+        return expr.value
+    return None
+
+
+def self_attribute(expr: cst.BaseExpression) -> str | None:
+    """`x` of `self.x`."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+# ---- calls ------------------------------------------------------------------------------
+
+
+def keyword_arg(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    """The value passed as `name=` to `call`, else None."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def keywords(call: cst.Call) -> set[str]:
+    """The names `call` passes by keyword."""
+    return {arg.keyword.value for arg in call.args if arg.keyword is not None}
+
+
+def positional_args(call: cst.Call) -> list[cst.BaseExpression]:
+    """The values `call` passes by position, `*spread` ones left out."""
+    return [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+
+
+def argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
+    """The argument of a parameter that may be passed at `position` or as `keyword=`."""
+    value = keyword_arg(call, keyword)
+    if value is not None:
+        return value
+    positional = positional_args(call)
+    return positional[position] if len(positional) > position else None
+
+
+def method_call(node: cst.CSTNode, *names: str) -> cst.Attribute | None:
+    """`node` as `<receiver>.<name>(...)` for one of `names`: the Attribute, else None."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in names:
+        return node.func
+    return None
+
+
+def is_literal_true(value: cst.BaseExpression | None) -> bool:
+    """Whether an argument is the literal `True`."""
+    return isinstance(value, cst.Name) and value.value == "True"
+
+
+def is_literal_false(value: cst.BaseExpression | None) -> bool:
+    """Whether an argument is the literal `False`."""
+    return isinstance(value, cst.Name) and value.value == "False"
+
+
+def may_be_true(value: cst.BaseExpression | None) -> bool:
+    """Whether an argument may be true: anything but an absent, `False` or `0` value."""
+    if value is None:
+        return False
+    if isinstance(value, cst.Name):
+        return value.value != "False"
+    if isinstance(value, cst.Integer):
+        return value.value != "0"
+    return True
+
+
+def string_key(expr: cst.BaseExpression) -> str | None:
+    """The text of a plain string literal used as a key (`d["key"]`), if it names something."""
+    if isinstance(expr, cst.SimpleString) and not expr.prefix.strip("rRuU"):
+        value = expr.evaluated_value
+        if isinstance(value, str) and value.isidentifier():
+            return value
+    return None
+
+
+def constant_position(expr: cst.Subscript) -> int | None:
+    """The position `t[1]` or `t[-1]` reads, when it is a constant."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    value = expr.slice[0].slice.value
+    negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+    if negative:
+        value = value.expression
+    if not isinstance(value, cst.Integer):
+        return None
+    return -int(value.value, 0) if negative else int(value.value, 0)
+
+
+# ---- functions and classes ---------------------------------------------------------------
+
+
+def parameter(func: cst.FunctionDef, name: str) -> cst.Param | None:
+    """The parameter of `func` called `name`, if any."""
+    params = func.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg):
+        if isinstance(param, cst.Param) and param.name.value == name:
+            return param
+    return None
+
+
+def annotated_class(annotation: cst.BaseExpression) -> str | None:
+    """The class an annotation names: `Meta`, `mod.Meta`, `Meta | None`, `Optional[Meta]`, `"Meta"`."""
+    if isinstance(annotation, cst.SimpleString):
+        text = annotation.evaluated_value
+        return text if isinstance(text, str) and text.replace(".", "").isidentifier() else None
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        names = {annotated_class(annotation.left), annotated_class(annotation.right)} - {None, "None"}
+        return names.pop() if len(names) == 1 else None
+    if isinstance(annotation, cst.Subscript) and (dotted_name(annotation.value) or "").endswith("Optional"):
+        inner = annotation.slice[0].slice
+        return annotated_class(inner.value) if isinstance(inner, cst.Index) else None
+    return dotted_name(annotation)
+
+
+def is_property(func: cst.FunctionDef) -> bool:
+    """Whether `func` is a property's getter or setter (`@property`, `@cached_property`, `@x.setter`)."""
+    for dec in func.decorators:
+        name = dotted_name(dec.decorator) or ""
+        if name.split(".")[-1] in ("property", "cached_property", "setter"):
+            return True
+    return False
+
+
+def own_method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    """The method `name` defined in the body of `cls` itself."""
+    return next((stmt for stmt in statements(cls.body) if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name),
+                None)
+
+
+def statements(body: cst.BaseSuite) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement]:
+    """The statements of a block (an indented block or a one-line suite)."""
+    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        return body.body
+    return ()
+
+
+def child_blocks(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence]:
+    """The statements of each block a compound statement holds (branches, handlers, cases)."""
+    if isinstance(stmt, (cst.If, cst.For, cst.While)):
+        yield statements(stmt.body)
+        orelse = stmt.orelse
+        while orelse is not None:
+            yield statements(orelse.body)
+            orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+    elif isinstance(stmt, (cst.Try, cst.TryStar)):
+        yield statements(stmt.body)
+        for handler in stmt.handlers:
+            yield statements(handler.body)
+        if stmt.orelse is not None:
+            yield statements(stmt.orelse.body)
+        if stmt.finalbody is not None:
+            yield statements(stmt.finalbody.body)
+    elif isinstance(stmt, cst.With):
+        yield statements(stmt.body)
+    elif isinstance(stmt, cst.Match):
+        for case in stmt.cases:
+            yield statements(case.body)
+
+
+def ends_function(body: cst.BaseSuite) -> bool:
+    """Whether a block always ends the function (`return` or `raise` as its last statement)."""
+    found = statements(body)
+    if not found:
+        return False
+    last = found[-1]
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return isinstance(last, (cst.Return, cst.Raise))
+
+
+# ---- what a piece of code holds ------------------------------------------------------------
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """The plain names used anywhere in `node` (`x.device` uses `x`, not a name `device`)."""
+    names: set[str] = set()
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            names.add(name.value)
+
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            attribute.value.visit(self)
+            return False
+
+    walk(node, Names())
+    return names
+
+
+def contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Whether `node` is `root` or lies inside it."""
+    found: list[bool] = []
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, child: cst.CSTNode) -> bool:
+            if child is node:
+                found.append(True)
+            return not found
+
+    walk(root, Finder())
+    return bool(found)
+
+
+def small_holding(statement: cst.CSTNode, node: cst.CSTNode) -> cst.CSTNode:
+    """The statement whose facts hold where `node` sits in `statement`: the small statement of a
+    line that holds it (`a = f(x); b = 1`), or the compound statement itself (its header)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return statement
+    if len(statement.body) == 1:
+        return statement.body[0]
+    return next((small for small in statement.body if contains(small, node)), statement)
+
+
+def find_all(node: cst.CSTNode, *types: type[cst.CSTNode]) -> list[cst.CSTNode]:
+    """The nodes of `types` in `node` (itself included), in source order: what
+    `libcst.matchers.findall(node, m.A() | m.B())` finds, on the fast walk (synclint.traversal)."""
+    found: list[cst.CSTNode] = []
+
+    class Finder(cst.CSTVisitor):
+        walks_trivia = False  # types of content only
+
+        def on_visit(self, visited: cst.CSTNode) -> bool:
+            if isinstance(visited, types):
+                found.append(visited)
+            return True
+
+    walk(node, Finder())
+    return found
+
+
+# ---- bindings ------------------------------------------------------------------------------
+
+# How a binding binds: `x = v`, `x: T = v`, `x += v`, `(x := v)`, `for x in ...` (in a loop
+# or a comprehension), `with ... as x`.
+ASSIGN, ANNOTATED, AUGMENTED, WALRUS, LOOP, WITH = "assign", "annotated", "augmented", "walrus", "loop", "with"
+
+
+@dataclass(frozen=True)
+class Binding:
+    target: cst.BaseExpression  # a Name, Attribute or Subscript (tuples are unpacked)
+    value: cst.BaseExpression | None  # the value bound, None where it is not one expression
+    kind: str  # ASSIGN, ANNOTATED, ...
+
+
+def bindings(root: cst.CSTNode, stop_at: tuple[type[cst.CSTNode], ...] = ()) -> list[Binding]:
+    """Every binding in `root` (itself entered), in source order, not descending into the nodes
+    of `stop_at` (nested scopes) other than `root`. An annotation without a value binds nothing."""
+    found: list[Binding] = []
+
+    def bind(target: cst.BaseExpression, value: cst.BaseExpression | None, kind: str) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                bind(element.value, None, kind)
+        elif isinstance(target, cst.StarredElement):
+            bind(target.value, None, kind)
+        else:
+            found.append(Binding(target, value, kind))
+
+    class Collector(cst.CSTVisitor):
+        def enters(self, node: cst.CSTNode) -> bool:
+            return node is root or not isinstance(node, stop_at)
+
+        visit_FunctionDef = visit_ClassDef = visit_Lambda = enters
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                bind(target.target, node.value, ASSIGN)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if node.value is not None:
+                bind(node.target, node.value, ANNOTATED)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            bind(node.target, None, AUGMENTED)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            bind(node.target, node.value, WALRUS)
+
+        def visit_For(self, node: cst.For) -> None:
+            bind(node.target, None, LOOP)
+
+        def visit_CompFor(self, node: cst.CompFor) -> None:
+            bind(node.target, None, LOOP)
+
+        def visit_WithItem(self, node: cst.WithItem) -> None:
+            if node.asname is not None:
+                bind(node.asname.name, None, WITH)
+
+    walk(root, Collector())
+    return found
+
+
+_NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def local_assignments(scope: cst.Module | cst.FunctionDef) -> dict[str, list[cst.BaseExpression | None]]:
+    """The values assigned to each name in a function's or module's own body (not in nested
+    functions, classes or lambdas). None stands for a binding that is not one expression: a loop
+    or `with` target, an unpacking, an augmented assignment. Parameters are not included."""
+    assigned: dict[str, list[cst.BaseExpression | None]] = {}
+    for binding in bindings(scope, _NESTED_SCOPES):
+        if isinstance(binding.target, cst.Name):
+            assigned.setdefault(binding.target.value, []).append(binding.value)
+    return assigned
+
+
+def self_attribute_assignments(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+    """The values assigned to each `self.<attr>` in the methods of `cls` (annotated ones included)."""
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+    for binding in bindings(cls, (cst.ClassDef,)):
+        attr = self_attribute(binding.target)
+        if attr is not None and binding.value is not None and binding.kind in (ASSIGN, ANNOTATED):
+            assigned.setdefault(attr, []).append(binding.value)
+    return assigned
+
+
+def assigned_targets(body: cst.CSTNode) -> set[str]:
+    """What a block assigns, as code: `x`, `self.x`, and `cache[]` for any `cache[key] = ...`."""
+    targets: set[str] = set()
+    for binding in bindings(body):
+        if binding.kind in (ASSIGN, ANNOTATED):
+            target = binding.target
+            if isinstance(target, cst.Subscript):
+                targets.add(_EMPTY_MODULE.code_for_node(target.value) + "[]")
+            else:
+                targets.add(_EMPTY_MODULE.code_for_node(target))
+    return targets
