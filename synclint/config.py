@@ -7,10 +7,8 @@ names the key and the file. Command-line options override the file.
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import functools
 import os
-import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from synclint.model import Confidence
 
 if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
+
     from synclint.rule import Rule
 
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
@@ -120,8 +120,8 @@ class Settings:
                 ignored.update(codes)
         return ignored
 
-    def is_excluded(self, relpath: str) -> bool:
-        return _exclude_matcher(self.exclude + self.extend_exclude)(relpath)
+    def is_excluded(self, relpath: str, is_dir: bool = False) -> bool:
+        return glob_spec(self.exclude + self.extend_exclude).match_file(relpath + "/" if is_dir else relpath)
 
     def cache_key(self) -> str:
         """The part of the settings that changes a file's findings."""
@@ -152,28 +152,20 @@ def _longest_prefix(code: str, selectors: tuple[str, ...]) -> int:
     return best
 
 
-@functools.lru_cache(maxsize=64)
-def _exclude_matcher(patterns: tuple[str, ...]):
-    """`_glob_match` against any of `patterns`, as two compiled regexes (walks ask it for every path)."""
-    whole = [p.rstrip("/") for p in patterns]
-    path_regex = re.compile("|".join(f"(?:{fnmatch.translate(p)})|(?:{fnmatch.translate(p + '/*')})" for p in whole)
-                            or "(?!)")
-    part_regex = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in whole if "/" not in p) or "(?!)")
+@functools.lru_cache(maxsize=4096)
+def glob_spec(patterns: tuple[str, ...]) -> "GitIgnoreSpec":
+    """Globs as git reads a .gitignore (pathspec): `*` stays within one folder, `**` crosses
+    folders, a pattern without `/` matches a name at any depth, and a folder that matches
+    takes everything under it along. One meaning for `exclude`, `extend-exclude` and
+    `per-file-ignores` alike."""
+    from pathspec import GitIgnoreSpec  # imported by runs that walk or match globs, not by replayed ones
 
-    def matches(relpath: str) -> bool:
-        return bool(path_regex.match(relpath)) or any(part_regex.match(part) for part in relpath.split("/"))
-
-    return matches
+    return GitIgnoreSpec.from_lines(patterns)
 
 
 def _glob_match(relpath: str, pattern: str) -> bool:
-    """Match a glob against a path relative to the root, or any of its components."""
-    pattern = pattern.rstrip("/")
-    if fnmatch.fnmatchcase(relpath, pattern) or fnmatch.fnmatchcase(relpath, pattern + "/*"):
-        return True
-    if "/" not in pattern:
-        return any(fnmatch.fnmatchcase(part, pattern) for part in relpath.split("/"))
-    return False
+    """Whether a path relative to the root, or a folder above it, matches the glob."""
+    return glob_spec((pattern,)).match_file(relpath)
 
 
 # --------------------------------------------------------------------------------------

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from synclint.config import SettingsResolver
+from synclint.config import SettingsResolver, glob_spec
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 BROKEN_LINK = "broken symbolic link (its target is missing, or it loops)"
@@ -108,7 +111,7 @@ def _walk(top: Path, resolver: SettingsResolver, seen: set[str], walked: set[str
         for name in sorted(dirnames):
             sub = directory / name
             rel = prefix + name
-            if settings.is_excluded(rel) or (sub / "pyvenv.cfg").exists():
+            if settings.is_excluded(rel, is_dir=True) or (sub / "pyvenv.cfg").exists():
                 continue
             if settings.respect_gitignore and _git_ignored(sub, settings, is_dir=True):
                 continue
@@ -136,79 +139,23 @@ def _walk(top: Path, resolver: SettingsResolver, seen: set[str], walked: set[str
 
 
 # --------------------------------------------------------------------------------------
-# .gitignore
+# What git ignores: core.excludesFile, .git/info/exclude and each .gitignore, as git reads them
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class IgnoreRule:
-    regex: re.Pattern[str]
-    negate: bool
-    dir_only: bool
-
-
-def _translate(pattern: str) -> str:
-    """A gitignore glob as a regex over a path relative to the .gitignore's folder."""
-    anchored = "/" in pattern.rstrip("/")
-    pattern = pattern.strip("/")
-    out = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append("/.*")
-            i += 3
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end
-        elif c == "\\" and i + 1 < len(pattern):
-            i += 1
-            out.append(re.escape(pattern[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    body = "".join(out)
-    prefix = "" if anchored else "(?:.*/)?"
-    return f"^{prefix}{body}(?:/.*)?$"
+def _spec_of(path: Path) -> "GitIgnoreSpec | None":
+    """The patterns of an ignore file (None when it is missing, unreadable or empty)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    spec = glob_spec(tuple(lines))
+    return spec if len(spec) else None
 
 
 @lru_cache(maxsize=4096)
-def _gitignore_rules(folder: Path) -> tuple[IgnoreRule, ...]:
-    path = folder / ".gitignore"
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ()
-    rules = []
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if not line or line.startswith("#"):
-            continue
-        negate = line.startswith("!")
-        if negate:
-            line = line[1:]
-        dir_only = line.endswith("/")
-        try:
-            rules.append(IgnoreRule(re.compile(_translate(line)), negate, dir_only))
-        except re.error:
-            continue
-    return tuple(rules)
+def _gitignore_spec(folder: Path) -> "GitIgnoreSpec | None":
+    return _spec_of(folder / ".gitignore")
 
 
 @lru_cache(maxsize=4096)
@@ -219,36 +166,90 @@ def _git_root(folder: Path) -> Path | None:
     return None
 
 
+def _git_dir(root: Path) -> Path:
+    """The repository's common git folder: `.git`, or where a worktree's `.git` file points."""
+    dot_git = root / ".git"
+    if not dot_git.is_file():
+        return dot_git
+    try:
+        line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return dot_git
+    git_dir = (root / line.partition("gitdir:")[2].strip()).resolve() if line.startswith("gitdir:") else dot_git
+    try:  # a linked worktree keeps `info/exclude` in the main repository's folder
+        return (git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:
+        return git_dir
+
+
+def _config_value(path: Path, section: str, key: str) -> str | None:
+    """The last `key` of `[section]` in a git config file (enough of git's format for one key)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found, current = None, None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            current = line[1:line.find("]")].strip().split()[0].lower() if "]" in line else None
+            line = line[line.find("]") + 1:].strip() if "]" in line else ""
+        if current != section or "=" not in line or line.startswith(("#", ";")):
+            continue
+        name, _, value = line.partition("=")
+        if name.strip().lower() == key:
+            value = value.strip()
+            if value.startswith('"') and value.endswith('"') and len(value) > 1:
+                value = value[1:-1]
+            found = value
+    return found
+
+
+@lru_cache(maxsize=64)
+def _repository_specs(root: Path) -> "tuple[GitIgnoreSpec, ...]":
+    """What ignores files in the whole repository at `root`, lowest precedence first: the user's
+    `core.excludesFile` (git's default `~/.config/git/ignore`), then `.git/info/exclude`."""
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    git_dir = _git_dir(root)
+    excludes = None
+    for config in (xdg / "git" / "config", home / ".gitconfig", git_dir / "config"):  # later ones win
+        excludes = _config_value(config, "core", "excludesfile") or excludes
+    excludes_file = Path(os.path.expanduser(excludes)) if excludes else xdg / "git" / "ignore"
+    if not excludes_file.is_absolute():
+        excludes_file = root / excludes_file
+    return tuple(spec for spec in (_spec_of(excludes_file), _spec_of(git_dir / "info" / "exclude")) if spec)
+
+
 @lru_cache(maxsize=4096)
-def _ignore_folders(folder: str) -> tuple[tuple[str, tuple[IgnoreRule, ...]], ...]:
-    """For the entries of `folder` (absolute): each folder from the repository root down to it
-    whose .gitignore has rules, as the prefix of the entries' paths relative to it, with the
-    rules; () outside a repository. Asked once per folder, not per file."""
+def _ignore_layers(folder: str) -> "tuple[tuple[str, GitIgnoreSpec], ...]":
+    """For the entries of `folder` (absolute): every ignore file that applies to them, lowest
+    precedence first (the repository's, then each .gitignore from the root down to `folder`),
+    with the prefix of the entries' paths relative to the file's base; () outside a repository.
+    Asked once per folder, not per file."""
     here = Path(folder)
     root = _git_root(here)
     if root is None:
         return ()
+    to_root = here.relative_to(root).as_posix()
+    layers = [("" if to_root == "." else to_root + "/", spec) for spec in _repository_specs(root)]
     chain = [root, *[p for p in reversed(here.parents) if root in p.parents]]
     if here != root:
         chain.append(here)
-    found = []
     for each in chain:
-        rules = _gitignore_rules(each)
-        if rules:
+        spec = _gitignore_spec(each)
+        if spec is not None:
             prefix = here.relative_to(each).as_posix()
-            found.append(("" if prefix == "." else prefix + "/", rules))
-    return tuple(found)
+            layers.append(("" if prefix == "." else prefix + "/", spec))
+    return tuple(layers)
 
 
 def _git_ignored(path: Path, settings, is_dir: bool = False) -> bool:
-    """Whether a .gitignore between the repository root and `path` ignores it."""
+    """Whether git ignores `path`: the last pattern that matches it, in the most specific file, decides."""
     folder, name = os.path.split(os.path.abspath(path))
     ignored = False
-    for prefix, rules in _ignore_folders(folder):
-        rel = prefix + name
-        for rule in rules:
-            if rule.dir_only and not is_dir and "/" not in rel:
-                continue
-            if rule.regex.match(rel):
-                ignored = not rule.negate
+    for prefix, spec in _ignore_layers(folder):
+        decided = spec.check_file(prefix + name + ("/" if is_dir else "")).include
+        if decided is not None:
+            ignored = decided
     return ignored
