@@ -32,6 +32,11 @@ SYNC_SNIPPETS = st.sampled_from(
 )
 
 
+def _fixable(text: str) -> list:
+    """The findings of every rule in `text` that come with a fix."""
+    return [f for f in check_source(decode(text.encode("utf-8")), "generated.py", ALL_RULES).findings if f.fix]
+
+
 def _fix_twice(text: str) -> None:
     source = decode(text.encode("utf-8"))
     once = fix_text(source, "generated.py", ALL_RULES, unsafe=True).text
@@ -43,6 +48,11 @@ def _fix_twice(text: str) -> None:
         assert once == text
         return
     cst.parse_module(once)
+    # The fixes were applied, not only harmless: a text with fixable findings changed, and what
+    # the fixer leaves has none (it fixes to a fixpoint).
+    if _fixable(text):
+        assert once != text
+    assert _fixable(once) == []
     twice = fix_text(decode(once.encode("utf-8")), "generated.py", ALL_RULES, unsafe=True).text
     assert twice == once
 
