@@ -1,10 +1,14 @@
-"""The command line as a user meets it: real files, real output, real exit codes."""
+"""The command line as a user meets it: real files, real output, real exit codes.
+
+Most tests run `cli.main` in this process (conftest.run_cli); the ones about the process itself
+(its exit code, standard input through a pipe, what it imports, its exit) start one.
+"""
 
 from __future__ import annotations
 
 import json
 
-from conftest import run_cli, run_json
+from conftest import run_cli, run_json, run_process
 
 OVERFLOW = """import torch
 
@@ -252,3 +256,20 @@ def test_under_a_tracer_the_command_returns_instead_of_leaving_at_once(write, tm
     plain = subprocess.run([sys.executable, "-c", script.format(path=str(path), tracer="")],
                            capture_output=True, text=True, cwd=tmp_path)
     assert plain.returncode == 1 and "returned" not in plain.stdout and "SYNC101" in plain.stdout
+
+
+def test_as_a_process_the_command_exits_with_its_code(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    write("clean.py", "x = 1\n")
+    assert run_process("check", "kernel.py", cwd=tmp_path).returncode == 1
+    assert run_process("check", "clean.py", cwd=tmp_path).returncode == 0
+    usage = run_process("check", "--min-confidence", "sure", cwd=tmp_path)
+    assert usage.returncode == 2 and usage.stdout == ""
+    assert usage.stderr.startswith("synclint: error: argument --min-confidence: invalid choice: 'sure'")
+
+
+def test_as_a_process_the_command_reads_standard_input(tmp_path):
+    proc = run_process("check", "--output-format", "concise", "--stdin-filename", "model.py", "-", cwd=tmp_path,
+                       stdin=OVERFLOW)
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines()[0].startswith("model.py:4:4: SYNC101 ")
