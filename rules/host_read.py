@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from synclint.devices.conventions import MASK_NAME
+from synclint.devices.conventions import MASK_NAME, names_a_module
 from synclint.devices.lattice import Place, Where
 from synclint.model import Confidence
 from synclint.patterns import BoolTensors, bool_operands, one_line, tensor_phrase
@@ -430,7 +430,7 @@ class HostRead(Rule):
         name = receiver.attr.value if isinstance(receiver, cst.Attribute) else getattr(receiver, "value", "")
         if not isinstance(name, str) or not name or name == "self":
             return False
-        return not any(word in name.lower() for word in ("model", "module", "layer", "net", "self", "cls"))
+        return not names_a_module(name)
 
     def _report_operand(self, node: cst.CSTNode, operand: cst.BaseExpression, what: str) -> None:
         where = self.where(operand)

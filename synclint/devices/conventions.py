@@ -97,6 +97,12 @@ def is_activation_name(name: str) -> bool:
     return name in ACTIVATION_NAMES
 
 
+def names_a_module(name: str) -> bool:
+    """Whether a name reads as a model or a layer (`model`, `self.lm_head_module`, `net`), not data."""
+    lowered = name.lower()
+    return any(word in lowered for word in ("model", "module", "layer", "net", "self", "cls"))
+
+
 # Names that say a value is a boolean mask (`valid_mask`, `is_prefill`, `keep`).
 MASK_NAME = re.compile(r"mask|^(is|has|no|not|keep|valid|invalid|done|finished|skip)(_|$)", re.IGNORECASE)
 
