@@ -40,12 +40,17 @@ $PY -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' && export
   echo "== environment"; date -u; $PY --version
   $PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU")'
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
-  $PY -c 'import importlib, sys
-for m in ["litgpt", "accelerate", "timm", "lightning", "torchmetrics", "tokenizers", "jsonargparse", "coverage", "huggingface_hub", "safetensors", "tiktoken", "tensorboard", "opt_einsum", "numpy", "PIL", "torchvision"]:
+  $PY - <<'PYEOF'
+import importlib
+for m in ["litgpt", "accelerate", "timm", "peft", "lightning", "torchmetrics", "tokenizers", "jsonargparse", "coverage",
+          "huggingface_hub", "safetensors", "tiktoken", "tensorboard", "opt_einsum", "numpy", "PIL", "torchvision",
+          "transformers"]:
     try:
-        mod = importlib.import_module(m); print(f"{m:16s} {getattr(mod, \"__version__\", \"?\"):12s} {getattr(mod, \"__file__\", \"\")}")
+        mod = importlib.import_module(m)
+        print(f"{m:16s} {getattr(mod, '__version__', '?'):12s} {getattr(mod, '__file__', '')}")
     except Exception as e:
-        print(f"{m:16s} MISSING {type(e).__name__}: {e}")'
+        print(f"{m:16s} MISSING {type(e).__name__}: {e}")
+PYEOF
   $PY -m pip list 2>/dev/null
 } > "$WORK/logs/environment.txt" 2>&1
 
@@ -72,8 +77,8 @@ for pkg in $PKGS; do
     echo "$pkg $s" | grep -E -- "$ONLY" >> "$WORK/jobs.txt" || true
   done
 done
-# longest first: litgpt training and timm training, then the rest in listed order
-{ grep -E '^(litgpt (pretrain|finetune)|timm train)' "$WORK/jobs.txt"; grep -vE '^(litgpt (pretrain|finetune)|timm train)' "$WORK/jobs.txt"; } > "$WORK/jobs.sorted"
+# longest first: the model zoos, litgpt training and timm training, then the rest in listed order
+{ grep -E '^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train)' "$WORK/jobs.txt"; grep -vE '^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train)' "$WORK/jobs.txt"; } > "$WORK/jobs.sorted"
 echo "$(wc -l < "$WORK/jobs.sorted") scenarios, $JOBS at a time"
 xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _ < "$WORK/jobs.sorted" | tee "$WORK/logs/jobs.log"
 

@@ -227,3 +227,58 @@ def utils_operations(ctx):
         a, b = torch.randn(64, 64, device=dev), torch.randn(64, 64, device=dev)
         release_memory(a, b)
     return run
+
+
+@scenario
+def dataloaders_and_triggers(ctx):
+    """DataLoaderConfiguration variants (split_batches, non_blocking, seedable sampler, uneven batches),
+    an IterableDataset, gather_for_metrics(use_gather_object), no_sync/accumulate(sync_each_batch),
+    set_trigger/check_trigger early stopping, split_between_processes, LocalSGD."""
+    from accelerate import Accelerator, DataLoaderConfiguration
+    from accelerate.local_sgd import LocalSGD
+    from accelerate.utils import GradientAccumulationPlugin
+
+    class Stream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            g = torch.Generator().manual_seed(0)
+            for _ in range(20):
+                yield {"x": torch.randn(32, generator=g), "labels": torch.randint(0, 5, (), generator=g)}
+
+    def run():
+        for dl_cfg in (DataLoaderConfiguration(split_batches=True, non_blocking=True, use_seedable_sampler=True),
+                       DataLoaderConfiguration(even_batches=False, non_blocking=False)):
+            _reset_state()
+            acc = Accelerator(cpu=not ctx.cuda, dataloader_config=dl_cfg,
+                              gradient_accumulation_plugin=GradientAccumulationPlugin(num_steps=2, sync_each_batch=True))
+            model = MLP()
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            dl = DataLoader(DictData(36), batch_size=8, shuffle=True, pin_memory=ctx.cuda)
+            sdl = DataLoader(Stream(), batch_size=6)
+            model, opt, dl, sdl = acc.prepare(model, opt, dl, sdl)
+            with LocalSGD(accelerator=acc, model=model, local_sgd_steps=2, enabled=True) as local_sgd:
+                for step, batch in enumerate(dl):
+                    with acc.accumulate(model):
+                        loss = F.cross_entropy(model(batch["x"]), batch["labels"])
+                        acc.backward(loss)
+                        opt.step()
+                        opt.zero_grad()
+                    local_sgd.step()
+                    if loss < 0.5:  # early stopping through the trigger, as the docs show
+                        acc.set_trigger()
+                    if acc.check_trigger():
+                        break
+            with acc.no_sync(model):
+                for batch in sdl:
+                    loss = F.cross_entropy(model(batch["x"]), batch["labels"])
+                    acc.backward(loss)
+            opt.zero_grad()
+            model.eval()
+            outs = []
+            for batch in sdl:
+                with torch.no_grad():
+                    preds = model(batch["x"]).argmax(-1)
+                outs += acc.gather_for_metrics(preds.tolist(), use_gather_object=True)
+            with acc.split_between_processes(list(range(10)), apply_padding=True) as part:
+                len(part)
+            acc.end_training()
+    return run

@@ -267,3 +267,83 @@ def api_llm(ctx):
             pass
         llm.benchmark(num_iterations=2, prompt="sum two numbers", max_new_tokens=8)
     return run
+
+
+ZOO = ["pythia-14m", "Llama-3.2-1B", "Mixtral-8x7B-v0.1", "Qwen3-30B-A3B", "Gemma-2-2b", "Gemma-3-1b-it", "phi-2",
+       "Phi-3-mini-4k-instruct", "Phi-4-mini-instruct", "falcon-7b", "Qwen2.5-0.5B", "Qwen3-0.6B", "SmolLM2-135M",
+       "Mistral-7B-v0.1", "stablelm-3b-4e1t", "Falcon3-1B-Base"]
+
+
+def _shrunk(name):
+    """The architecture of a named litgpt config at toy size (2 layers, width 128, vocab 256)."""
+    from litgpt import Config
+    from litgpt.config import name_to_config
+
+    base = name_to_config[name]
+    kw = dict(n_layer=2, n_embd=128, n_head=4, head_size=32, block_size=128, vocab_size=256, padded_vocab_size=256,
+              intermediate_size=256)
+    g, h = base.get("n_query_groups"), base.get("n_head")
+    kw["n_query_groups"] = 4 if g in (None, h) else (1 if g == 1 else 2)
+    if base.get("n_expert"):
+        kw.update(n_expert=4, n_expert_per_token=2)
+        if base.get("moe_intermediate_size"):
+            kw["moe_intermediate_size"] = 64
+    if base.get("sliding_window_size"):
+        kw["sliding_window_size"] = 16
+    return Config.from_name(name, **kw)
+
+
+@scenario
+def model_zoo(ctx):
+    """16 litgpt architectures (GPT-NeoX, Llama 3.2, Mixtral and Qwen3 MoE, Gemma 2/3 sliding window and
+    soft-capping, Phi 2/3/4, Falcon MQA, Qwen2.5/3, SmolLM2, Mistral, StableLM, Falcon3) at toy size: one
+    training step (chunked_cross_entropy, AdamW) and 8 generated tokens each with the KV cache."""
+    from litgpt import GPT
+    from litgpt.generate.base import generate
+    from litgpt.utils import chunked_cross_entropy
+
+    failed = {}
+
+    def run():
+        for name in ZOO:
+            try:
+                torch.manual_seed(0)
+                model = GPT(_shrunk(name)).to(ctx.device)
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+                idx = torch.randint(0, 256, (2, 33), device=ctx.device)
+                with torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=ctx.cuda):
+                    logits = model(idx[:, :-1])
+                    loss = chunked_cross_entropy(logits, idx[:, 1:], chunk_size=16)
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                model.eval()
+                with torch.inference_mode():
+                    model.set_kv_cache(batch_size=1, device=ctx.device)
+                    generate(model, idx[0, :12], max_returned_tokens=20, temperature=0.8, top_k=10, eos_id=2)
+                    model.clear_kv_cache()
+            except Exception as exc:  # noqa: BLE001
+                failed[name] = f"{type(exc).__name__}: {exc}"[:200]
+        if failed:
+            print("architectures that failed:", failed)
+    return run
+
+
+@scenario
+def chat(ctx):
+    """chat.base.main (the `litgpt chat` loop) with two typed prompts, then '!quit'."""
+    import builtins
+
+    from litgpt.chat import base as chat_base
+
+    ckpt = make_checkpoint(Path(ctx.tmp) / "checkpoints" / "tiny-llama")
+
+    def run():
+        answers = iter(["what food do llamas eat ?", "name three colors", "!quit"])
+        real_input = builtins.input
+        builtins.input = lambda *a, **k: next(answers)
+        try:
+            chat_base.main(ckpt, max_new_tokens=12, top_k=20, temperature=0.8, precision=_precision(ctx, False))
+        finally:
+            builtins.input = real_input
+    return run

@@ -247,3 +247,63 @@ def inference_features(ctx):
         top5_prob, top5_idx = probs.topk(5)
         return top5_idx.cpu().tolist()
     return run
+
+
+ZOO = [
+    # convnets
+    "resnet18", "resnet26d", "resnest14d", "res2net50_14w_8s", "ecaresnet26t", "seresnext26t_32x4d", "dla34",
+    "densenet121", "dpn68", "regnety_002", "efficientnet_b0", "efficientnetv2_rw_t", "mobilenetv3_small_100",
+    "mobilenetv4_conv_small", "ghostnetv2_100", "rexnet_100", "hrnet_w18_small", "cspresnet50", "gernet_s",
+    "ese_vovnet19b_slim", "selecsls42b", "nf_resnet26", "eca_nfnet_l0", "lambda_resnet26t", "halonet26t",
+    "botnet26t_256", "convnext_atto", "convnextv2_atto", "mambaout_femto", "inception_next_atto", "rdnet_tiny",
+    "starnet_s1", "hgnetv2_b0", "repvit_m0_9", "fastvit_t8", "edgenext_xx_small", "mobilevit_xs",
+    # transformers / hybrids / mlps
+    "deit_tiny_patch16_224", "vit_relpos_small_patch16_224", "vit_small_patch16_rope_224", "flexivit_small",
+    "eva02_tiny_patch14_224", "beitv2_base_patch16_224", "cait_xxs24_224", "xcit_nano_12_p16_224", "pit_ti_224",
+    "levit_128s", "swin_tiny_patch4_window7_224", "swinv2_cr_tiny_ns_224", "maxvit_nano_rw_256",
+    "coatnet_nano_rw_224", "efficientvit_b0", "efficientformer_l1", "efficientformerv2_s0", "tiny_vit_5m_224",
+    "hiera_tiny_224", "pvt_v2_b0", "twins_svt_small", "focalnet_tiny_srf", "davit_tiny", "gcvit_xxtiny",
+    "mvitv2_tiny", "volo_d1_224", "tnt_s_patch16_224", "crossvit_tiny_240", "nextvit_small", "visformer_tiny",
+    "poolformer_s12", "mixer_s16_224", "resmlp_12_224", "gmlp_ti16_224", "sequencer2d_s", "convmixer_768_32",
+]
+
+
+def _zoo(ctx, names):
+    import timm
+
+    failed = {}
+
+    def run():
+        for name in names:
+            try:
+                torch.manual_seed(0)
+                model = timm.create_model(name, pretrained=False, num_classes=10).to(ctx.device)
+                size = model.pretrained_cfg.get("input_size", (3, 224, 224))
+                x = torch.randn(2, *size, device=ctx.device)
+                y = torch.randint(0, 10, (2,), device=ctx.device)
+                opt = torch.optim.SGD(model.parameters(), lr=0.01)
+                model.train()
+                with torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=ctx.cuda):
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                model.eval()
+                with torch.no_grad(), torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=ctx.cuda):
+                    model(x)
+            except Exception as exc:  # noqa: BLE001
+                failed[name] = f"{type(exc).__name__}: {exc}"[:200]
+        if failed:
+            print("models that failed:", failed)
+    return run
+
+
+@scenario
+def zoo_convnets(ctx):
+    """One bf16 training step and one eval forward of each of 37 convnet architectures (default input size)."""
+    return _zoo(ctx, ZOO[:37])
+
+
+@scenario
+def zoo_transformers(ctx):
+    """The same for 36 transformer, hybrid and MLP architectures."""
+    return _zoo(ctx, ZOO[37:])
