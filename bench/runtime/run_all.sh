@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Run every workload scenario under trace_syncs.py on the GPU machine, in one call.
+#
+#   bash .rt/bench/runtime/run_all.sh            # from the root of the copied checkout, $OUT set
+#
+# Layout it expects (all under .rt/, which travels with carry: [".rt"]):
+#   .rt/src/{litgpt,accelerate,timm,nanogpt}   exact package sources (get_sources.sh --rt)
+#   .rt/whl/*.whl                               pure-Python wheels missing there (jsonargparse & co)
+#   .rt/bench/runtime/                          this folder
+# Env: JOBS (parallel scenarios, default 5), SCEN_TIMEOUT (s, default 150), DEADLINE (s after start
+# after which no scenario starts, default 430), ONLY (regex over "pkg/scenario", default all),
+# PKGS (default "litgpt timm accelerate nanogpt peft"). Results: $OUT/results.tgz (results/<pkg>/...,
+# logs/), $OUT/summary.txt. A failing scenario is logged with its traceback and the rest go on.
+set -u
+RT=${RT:-$PWD/.rt}
+OUT=${OUT:-/tmp/rt-out}
+JOBS=${JOBS:-5}
+SCEN_TIMEOUT=${SCEN_TIMEOUT:-150}
+DEADLINE=${DEADLINE:-430}
+ONLY=${ONLY:-.}
+PKGS=${PKGS:-"litgpt timm accelerate nanogpt peft"}
+PY=${PY:-python3}
+WORK=${WORK:-/tmp/rt-work}
+mkdir -p "$OUT" "$WORK/logs" "$WORK/raw" "$WORK/results"
+START=$(date +%s)
+export RT_START=$START RT_SCEN_TIMEOUT=$SCEN_TIMEOUT RT_DEADLINE=$DEADLINE RT_WORK=$WORK PY
+
+if ls "$RT"/whl/*.whl >/dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/rt-site "$RT"/whl/*.whl \
+    > "$WORK/logs/pip-install.log" 2>&1 || echo "wheel install failed (see logs/pip-install.log)"
+fi
+export RT_SRC="$RT/src"
+export PYTHONPATH="$RT/src:/tmp/rt-site${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-3} TOKENIZERS_PARALLELISM=false
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=disabled
+# coverage's sys.monitoring core (Python >= 3.12) costs far less than the trace function
+$PY -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' && export COVERAGE_CORE=${COVERAGE_CORE:-sysmon}
+
+{
+  echo "== environment"; date -u; $PY --version
+  $PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU")'
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
+  $PY - <<'PYEOF'
+import importlib
+for m in ["litgpt", "accelerate", "timm", "peft", "lightning", "torchmetrics", "tokenizers", "jsonargparse", "coverage",
+          "huggingface_hub", "safetensors", "tiktoken", "tensorboard", "opt_einsum", "numpy", "PIL", "torchvision",
+          "transformers"]:
+    try:
+        mod = importlib.import_module(m)
+        print(f"{m:16s} {getattr(mod, '__version__', '?'):12s} {getattr(mod, '__file__', '')}")
+    except Exception as e:
+        print(f"{m:16s} MISSING {type(e).__name__}: {e}")
+PYEOF
+  $PY -m pip list 2>/dev/null
+} > "$WORK/logs/environment.txt" 2>&1
+
+$PY "$RT/bench/runtime/trace_syncs.py" selftest > "$WORK/logs/selftest.log" 2>&1; echo "selftest rc=$?" >> "$WORK/logs/selftest.log"
+
+run_one() {
+  pkg=$1; scen=$2
+  now=$(date +%s); el=$((now - RT_START)); left=$((RT_DEADLINE - el))
+  log="$RT_WORK/logs/$pkg.$scen.log"
+  if [ "$left" -le 0 ]; then echo "SKIPPED: deadline passed before start" > "$log"; echo "$pkg/$scen skipped"; return 0; fi
+  t=$RT_SCEN_TIMEOUT; [ "$left" -lt "$t" ] && t=$left; [ "$t" -lt 30 ] && t=30
+  s0=$(date +%s)
+  timeout -k 10 "$t" $PY "$RT_SRC/../bench/runtime/trace_syncs.py" run --workload "$RT_SRC/../bench/runtime/workloads/$pkg.py" \
+      --scenario "$scen" --out "$RT_WORK/raw/$pkg" > "$log" 2>&1
+  rc=$?
+  echo "rc=$rc wall=$(( $(date +%s) - s0 ))s timeout=${t}s" >> "$log"
+  echo "$pkg/$scen rc=$rc $(( $(date +%s) - s0 ))s"
+}
+export -f run_one
+
+: > "$WORK/jobs.txt"
+for pkg in $PKGS; do
+  for s in $($PY "$RT/bench/runtime/trace_syncs.py" list --workload "$RT/bench/runtime/workloads/$pkg.py"); do
+    echo "$pkg $s" | grep -E -- "$ONLY" >> "$WORK/jobs.txt" || true
+  done
+done
+# longest first: the model zoos, litgpt training and timm training, then the rest in listed order
+{ grep -E '^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train)' "$WORK/jobs.txt"; grep -vE '^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train)' "$WORK/jobs.txt"; } > "$WORK/jobs.sorted"
+echo "$(wc -l < "$WORK/jobs.sorted") scenarios, $JOBS at a time"
+xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _ < "$WORK/jobs.sorted" | tee "$WORK/logs/jobs.log"
+
+{
+  echo "== wall $(( $(date +%s) - START ))s"; cat "$WORK/logs/selftest.log"
+  for pkg in $PKGS; do
+    [ -d "$WORK/raw/$pkg" ] || { echo "$pkg: no results"; continue; }
+    $PY "$RT/bench/runtime/trace_syncs.py" merge --in "$WORK/raw/$pkg" --out "$WORK/results/$pkg"
+  done
+  for f in "$WORK"/logs/*.log; do
+    if ! grep -q "rc=0 " "$f" 2>/dev/null && [[ "$f" != *selftest* && "$f" != *jobs* && "$f" != *pip-install* ]]; then
+      echo "---- $(basename "$f") (last lines)"; tail -n 25 "$f"
+    fi
+  done
+} > "$WORK/summary.txt" 2>&1
+cp "$WORK/summary.txt" "$OUT/summary.txt"
+cp "$WORK/logs/environment.txt" "$OUT/environment.txt"
+tar czf "$OUT/results.tgz" -C "$WORK" results raw logs summary.txt
+cat "$WORK/summary.txt"
