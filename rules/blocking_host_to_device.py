@@ -356,6 +356,8 @@ class BlockingHostToDevice(Rule):
         if name in self.device_params(func):
             return None  # a caller passes a GPU tensor here: moving it is no copy
         initial = self.where_on_entry(func, name)
+        if initial is None:
+            initial = origin  # nothing known on entry; the code shows a tensor (`isinstance(x, torch.Tensor)`)
         if initial is None or not initial.on_device or initial.confidence >= Confidence.HIGH:
             return None
         return Confidence.LOW if func.name.value == "forward" else Confidence.MEDIUM

@@ -272,6 +272,30 @@ class DataDependentShape(Rule):
         for target in node.targets:
             if isinstance(target.target, cst.Subscript):
                 self._written.add(id(target.target))
+                self._check_masked_write(target.target, node.value)
+
+    def _check_masked_write(self, target: cst.Subscript, value: cst.BaseExpression) -> None:
+        """`x[mask] = values`: a tensor written through a boolean mask goes through `index_put_`,
+        which turns the mask into indices (`nonzero`) and waits; a Python scalar does not
+        (`masked_fill`, measured: `x[mask] = 0.0` does not wait)."""
+        written = self.where(value)
+        if not written.is_tensor:
+            return
+        for element in target.slice:
+            index = element.slice
+            if not isinstance(index, cst.Index) or not self._is_bool(index.value):
+                continue
+            mask = self.where(index.value)
+            if mask.on_device:
+                text = one_line(self.code_of(index.value))
+                self.report_where(
+                    target,
+                    f"`{one_line(self.code_of(target))} = ...` writes a tensor through the GPU mask `{text}`: "
+                    f"indexing by a mask turns it into indices first, so the host waits for the GPU; "
+                    f"`torch.where({text}, values, {one_line(self.code_of(target.value))})` does not wait",
+                    mask.weaker(Confidence.MEDIUM),
+                )
+                return
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Subscript):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
+from synclint.devices.conventions import SYNC_HELPER_NAME
 from synclint.model import Confidence
 from synclint.patterns import one_line
 from synclint.rule import Invalid, Rule, Valid
@@ -12,6 +15,7 @@ from synclint.traversal import walk
 
 # Modules whose `synchronize()` waits for everything queued on the device.
 DEVICE_MODULES = frozenset({"torch.cuda", "torch.accelerator", "torch.xpu", "torch.mps", "torch.npu"})
+OTHER_DEVICE_MODULES = frozenset({"xpu", "mps", "npu"})
 # What builds a stream or an event: the classes, and the functions that return the current one.
 # A helper this short (statements nested in its blocks included) whose body synchronizes
 # the device exists to synchronize.
@@ -24,7 +28,7 @@ class ExplicitSynchronize(Rule):
     code = "SYNC110"
     name = "explicit-synchronize"
     summary = "An explicit synchronize makes the host wait for the GPU"
-    prefilter = ("synchronize",)
+    prefilter = ("synchronize", re.compile(r"(?:device|cuda|gpu|accelerator)_?sync|sync_?(?:device|cuda|gpu|accelerator)"))
     docs = """
     ## What it does
     Flags explicit waits for the device: `torch.cuda.synchronize()` (with or without a
@@ -125,7 +129,12 @@ class ExplicitSynchronize(Rule):
                     f"`{code}` blocks the host until all work queued on the device finishes; "
                     "`set_sync_debug_mode` does not flag it"
                 )
-                self.report(node, message, confidence=Confidence.HIGH)
+                platform = owner.rsplit(".", 1)[-1]
+                if platform in OTHER_DEVICE_MODULES:
+                    # The host waits for that accelerator, not for a CUDA GPU.
+                    self.report(node, message, confidence=Confidence.LOW, because=f"{platform.upper()} code, not CUDA")
+                else:
+                    self.report(node, message, confidence=Confidence.HIGH)
             elif owner.startswith("torch.") and owner.rsplit(".", 1)[-1] in STREAM_MAKERS | EVENT_MAKERS:
                 kind = "event" if owner.endswith("Event") else "stream"
                 self.report(node, _message(code, kind), confidence=Confidence.HIGH)
@@ -139,6 +148,7 @@ class ExplicitSynchronize(Rule):
         """A call of a small local helper whose job is a device-wide synchronize (`self._sync_device()`)."""
         helper = self.resolve(node.func)
         if helper is None:
+            self._check_named_helper(node)
             return
         if id(helper) not in self._helpers:
             self._helpers[id(helper)] = self._helper_sync(helper)
@@ -153,6 +163,20 @@ class ExplicitSynchronize(Rule):
             "queued on the device finishes"
         )
         self.report(node, message, confidence=confidence, because=f"{helper.name.value}() calls {inner}")
+
+    def _check_named_helper(self, node: cst.Call) -> None:
+        """A call of an imported helper named for a device-wide wait (`device_synchronize()`):
+        its body is in another file, its name says what it does."""
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else (
+            node.func.value if isinstance(node.func, cst.Name) else "")
+        qual = self.qualname(node.func) or name
+        if not SYNC_HELPER_NAME.match(name) or qual.startswith("torch."):
+            return
+        message = (
+            f"`{one_line(self.code_of(node))}` calls `{qual}`, which by its name blocks the host until all work "
+            "queued on the device finishes"
+        )
+        self.report(node, message, confidence=Confidence.MEDIUM, because=f"{name}() is named for a device-wide wait")
 
     def _helper_sync(self, helper: cst.FunctionDef) -> tuple[str, bool] | None:
         """The device-wide synchronize a helper of at most 3 statements makes, and whether always."""

@@ -195,6 +195,21 @@ class HostRead(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._note_written(target.target, node.value)
+            if isinstance(target.target, cst.Subscript):
+                self._check_write_into_host_tensor(target.target, node.value)
+
+    def _check_write_into_host_tensor(self, target: cst.Subscript, value: cst.BaseExpression) -> None:
+        """`losses[k] = loss` with `losses` a host tensor: the GPU value is copied to the host."""
+        if self.where(target.value).place is not Place.HOST_TENSOR:
+            return
+        where = self.where(value)
+        if where.on_device:
+            self.report_where(
+                target,
+                f"`{one_line(self.code_of(target))} = {one_line(self.code_of(value), 40)}` writes a GPU value into "
+                "a host tensor, a blocking device-to-host copy; the host waits for the GPU",
+                where,
+            )
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._note_written(node.target, node.value)
@@ -217,7 +232,15 @@ class HostRead(Rule):
             self._check_builtin(node, func.value)
         elif isinstance(func, cst.Attribute):
             qual = self.qualname(func)
-            if qual in ("torch.arange", "torch.range"):
+            if qual is not None and qual.startswith("math.") and qual.count(".") == 1:
+                values = [a.value for a in node.args if a.keyword is None and not a.star]
+                for value in values:
+                    where = self.where(value)
+                    if where.on_device:
+                        self._report(node, where, f"converts the tensor `{one_line(self.code_of(value))}` to a "
+                                                  "Python float")
+                        break
+            elif qual in ("torch.arange", "torch.range"):
                 bounds = [a.value for a in node.args if a.keyword is None or a.keyword.value in ARANGE_BOUNDS]
                 self._check_host_numbers(node, bounds, "a bound")
             elif qual in SIZED_FACTORIES:
@@ -274,6 +297,10 @@ class HostRead(Rule):
             source = self.where(call.args[0].value)
             if self.where(receiver).place is Place.HOST_TENSOR and source.on_device and source.confidence >= Confidence.HIGH:
                 self._report(call, source, "is a blocking copy into host memory")
+        elif method == "get_scale" and not call.args and "scaler" in self.code_of(receiver).lower():
+            # torch.amp.GradScaler.get_scale() returns `self._scale.item()`.
+            where = Where(Place.DEVICE, Confidence.MEDIUM, "GradScaler.get_scale() reads its scale tensor with .item()")
+            self._report(call, where, "reads the loss scale to the host")
         elif method == "format" and isinstance(receiver, (cst.SimpleString, cst.ConcatenatedString)):
             for arg in call.args:
                 where = self.where(arg.value)
@@ -315,16 +342,50 @@ class HostRead(Rule):
 
     # ---- `x in t`, indexing, slicing ---------------------------------------------------
 
-    def visit_ComparisonTarget(self, node: cst.ComparisonTarget) -> None:
-        if isinstance(node.operator, (cst.In, cst.NotIn)):
-            where = self.where(node.comparator)
-            if where.on_device:
-                text = one_line(self.code_of(node.comparator))
-                self.report_where(
-                    node.comparator,
-                    f"`in` searches `{text}`, which {tensor_phrase(where)}, from Python; the host waits for the GPU",
-                    where,
-                )
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # `token in stop_tokens` with a GPU tensor on the left and a Python container on the right:
+        # Python compares the tensor with each element, and each comparison is a bool of a GPU value.
+        left = node.left
+        for target in node.comparisons:
+            if isinstance(target.operator, (cst.In, cst.NotIn)):
+                self._check_membership(left, target)
+            # (A set or a dict hashes a tensor by its identity: no comparison, no wait.)
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and (
+                    isinstance(target.comparator, (cst.Tuple, cst.List)) or self._is_host_sequence(target.comparator)
+                    or self._is_tuple_parameter(target.comparator)):
+                where = self.where(left)
+                if where.on_device:
+                    text = one_line(self.code_of(left))
+                    self.report_where(
+                        node,
+                        f"`in` compares the tensor `{text}`, which {tensor_phrase(where)}, with each element in "
+                        "Python; the host waits for the GPU",
+                        where,
+                    )
+            left = target.comparator
+
+    def _check_membership(self, left: cst.BaseExpression, target: cst.ComparisonTarget) -> None:
+        """`x in t` with `t` on the GPU searches the tensor from Python. (A string on the left means a
+        dict or a string on the right: `"ids" in batch`.)"""
+        if isinstance(left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return
+        where = self.where(target.comparator)
+        if where.on_device:
+            text = one_line(self.code_of(target.comparator))
+            self.report_where(
+                target.comparator,
+                f"`in` searches `{text}`, which {tensor_phrase(where)}, from Python; the host waits for the GPU",
+                where,
+            )
+
+    def _is_tuple_parameter(self, expr: cst.BaseExpression) -> bool:
+        """A parameter annotated as a tuple (`stop_tokens: tuple[int, ...]`)."""
+        param = parameter(self.function, expr.value) if isinstance(expr, cst.Name) and self.function else None
+        if param is None or param.annotation is None:
+            return False
+        head = param.annotation.annotation
+        head = head.value if isinstance(head, cst.Subscript) else head
+        return isinstance(head, cst.Name) and head.value in ("tuple", "Tuple")
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         for element in node.slice:

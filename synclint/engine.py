@@ -99,6 +99,8 @@ class FileContext:
         self.scope_statements: list[tuple[cst.CSTNode, int] | None] = [None]
         self.statements: list[cst.CSTNode] = []
         self.loop_depth: list[int] = [0]
+        # Per scope: the comprehensions around the node being visited, outermost first.
+        self.comprehensions: list[tuple[cst.CSTNode, ...]] = [()]
         self.allowed_depth = 0
         self.blocks: list[cst.IndentedBlock] = []
 
@@ -121,7 +123,7 @@ class FileContext:
 
     def where(self, expr: cst.BaseExpression) -> Where:
         stmt = self.statements[-1] if self.statements else None
-        return self.devices.where(expr, self.scopes[-1], stmt)
+        return self.devices.where(expr, self.scopes[-1], stmt, self.comprehensions[-1])
 
     def current_function(self) -> cst.FunctionDef | None:
         scope = self.scopes[-1]
@@ -157,7 +159,9 @@ class FileContext:
 
     def site(self) -> Site:
         """Where the walk is now (for a report made now or after the walk)."""
-        return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1])
+        stmt = self.statements[-1] if self.statements else None
+        return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1],
+                    self.devices.platform_at(self.scopes[-1], stmt))
 
     def accelerator(self, scope: Scope) -> str | None:
         """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path
@@ -200,6 +204,14 @@ LOOP_BODIES = {
     cst.DictComp: ("key", "value"),
     cst.CompFor: ("ifs",),
 }
+# Code that runs only on the way to an error: an assert's message, what a `raise` raises. A sync
+# there costs nothing in a run that works (`assert x.shape == y.shape, f"{x}"`).
+ERROR_PATHS = {
+    cst.Assert: ("msg",),
+    cst.Raise: ("exc", "cause"),
+}
+# The fields the batched visitor is told of when it enters and leaves them.
+ATTRIBUTE_HOOKS = {**LOOP_BODIES, **ERROR_PATHS}
 
 
 @functools.lru_cache(maxsize=None)
@@ -211,7 +223,8 @@ def _callback_names(rule: type[Rule]) -> tuple[str, ...]:
 
 
 # What the batched visitor tracks about a node, by its class (see `BatchedVisitor._kind`).
-_STATEMENT, _BLOCK, _FUNCTION, _WITH = 1, 2, 4, 8
+_STATEMENT, _BLOCK, _FUNCTION, _WITH, _COMPREHENSION = 1, 2, 4, 8, 16
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
 class RuleCrash(Exception):
@@ -228,7 +241,7 @@ class RuleCrash(Exception):
 class BatchedVisitor(cst.CSTVisitor):
     """Calls every enabled rule's visit_/leave_ methods in a single walk of the tree.
 
-    Run it with `walk(module, visitor, attribute_hooks=LOOP_BODIES)` (synclint.traversal): a
+    Run it with `walk(module, visitor, attribute_hooks=ATTRIBUTE_HOOKS)` (synclint.traversal): a
     read-only walk that skips the punctuation and whitespace nodes no rule asks about. What it
     tracks of each node and the callbacks it calls are looked up once per node class, not
     tested per node (`isinstance` against libcst's abstract classes is slow).
@@ -261,6 +274,8 @@ class BatchedVisitor(cst.CSTVisitor):
             kind |= _FUNCTION
         elif issubclass(cls, cst.With):
             kind |= _WITH
+        elif issubclass(cls, _COMPREHENSIONS):
+            kind |= _COMPREHENSION
         found = (kind, tuple(self.visitors.get(cls.__name__, ())), tuple(self.leavers.get(cls.__name__, ())))
         self._kinds[cls] = found
         return found
@@ -283,6 +298,9 @@ class BatchedVisitor(cst.CSTVisitor):
                 ctx.scope_statements.append(None)
                 self._statement_depths.append(self._depth + 2)  # FunctionDef > IndentedBlock > statement
                 ctx.loop_depth.append(0)
+                ctx.comprehensions.append(())
+            elif kind & _COMPREHENSION:
+                ctx.comprehensions[-1] = (*ctx.comprehensions[-1], node)
             elif kind & _WITH and self._allows_sync(node):
                 ctx.allowed_depth += 1
         try:
@@ -315,6 +333,9 @@ class BatchedVisitor(cst.CSTVisitor):
                 ctx.scope_statements.pop()
                 self._statement_depths.pop()
                 ctx.loop_depth.pop()
+                ctx.comprehensions.pop()
+            elif kind & _COMPREHENSION:
+                ctx.comprehensions[-1] = ctx.comprehensions[-1][:-1]
             elif kind & _WITH and self._allows_sync(original_node):
                 ctx.allowed_depth -= 1
             if kind & _STATEMENT:
@@ -323,10 +344,14 @@ class BatchedVisitor(cst.CSTVisitor):
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         if attribute in LOOP_BODIES.get(type(node), ()):
             self.ctx.loop_depth[-1] += 1
+        elif attribute in ERROR_PATHS.get(type(node), ()):
+            self.ctx.allowed_depth += 1  # reported nowhere, counted in no chain: as `with gpu_sync_allowed():`
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
         if attribute in LOOP_BODIES.get(type(original_node), ()):
             self.ctx.loop_depth[-1] -= 1
+        elif attribute in ERROR_PATHS.get(type(original_node), ()):
+            self.ctx.allowed_depth -= 1
 
     def _allows_sync(self, node: cst.With) -> bool:
         allowed = self.ctx.settings.allow_sync_contexts
@@ -382,7 +407,7 @@ def analyse(
     ctx = FileContext(module, settings, relpath, project)
     instances = [rule(ctx) for rule in candidates]
     recorder = CallRecorder(ctx) if settings.project_analysis else None
-    walk(module, BatchedVisitor(ctx, [*instances, *([recorder] if recorder else [])]), attribute_hooks=LOOP_BODIES)
+    walk(module, BatchedVisitor(ctx, [*instances, *([recorder] if recorder else [])]), attribute_hooks=ATTRIBUTE_HOOKS)
     summary = None
     if recorder is not None:
         locate = functools.partial(_positions, module, text)

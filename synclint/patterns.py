@@ -10,7 +10,8 @@ import libcst as cst
 
 from synclint.devices.lattice import Where, device
 from synclint.devices.torch_api import BOOL_RESULTS
-from synclint.syntax import keyword_arg, method_call, parameter
+from synclint.devices.conventions import MASK_NAME
+from synclint.syntax import dotted_name, keyword_arg, method_call, parameter
 
 if TYPE_CHECKING:
     from synclint.rule import Rule
@@ -171,6 +172,12 @@ class BoolTensors:
         if dtype is not None:
             return qualname(dtype) == "torch.bool"
         qual = qualname(call.func)
+        if qual in ("torch.cat", "torch.concat", "torch.stack") and call.args:
+            # Masks joined: `torch.cat(pad_masks)`, `torch.stack([a > 0, b > 0])`.
+            parts = call.args[0].value
+            if isinstance(parts, (cst.List, cst.Tuple)):
+                return bool(parts.elements) and all(self._is_bool(e.value, frozenset()) for e in parts.elements)
+            return bool(MASK_NAME.search(dotted_name(parts) or ""))
         if qual is not None:
             return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in BOOL_RESULTS
         if not isinstance(call.func, cst.Attribute):

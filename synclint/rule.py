@@ -87,6 +87,7 @@ class Site:
     # around it: where the engine finds the node's position (engine._positions).
     anchors: tuple[tuple[cst.CSTNode, tuple[str, ...]], ...]
     scope: cst.Module | cst.FunctionDef  # the function (or module body) holding the node
+    platform: str | None = None  # the accelerator other than CUDA that the branch holding it runs on
 
 
 @dataclass
@@ -337,7 +338,7 @@ class Rule:
         fix: Replacement | None = None,
     ) -> None:
         """Report a node met earlier in the walk, at the site taken then (from `finish`)."""
-        accelerator = self.ctx.accelerator(site.scope) if confidence > Confidence.LOW else None
+        accelerator = (site.platform or self.ctx.accelerator(site.scope)) if confidence > Confidence.LOW else None
         if accelerator is not None:
             # The host waits there too, but not for a CUDA GPU: not what a default run is for.
             confidence = Confidence.LOW

@@ -363,7 +363,8 @@ def self_attribute_assignments(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpr
 
 
 def assigned_targets(body: cst.CSTNode) -> set[str]:
-    """What a block assigns, as code: `x`, `self.x`, and `cache[]` for any `cache[key] = ...`."""
+    """What a block assigns, as code: `x`, `self.x`, and `cache[]` for any `cache[key] = ...`;
+    `self.register_buffer("x", ...)` and `setattr(self, "x", ...)` assign `self.x`."""
     targets: set[str] = set()
     for binding in bindings(body):
         if binding.kind in (ASSIGN, ANNOTATED):
@@ -372,4 +373,11 @@ def assigned_targets(body: cst.CSTNode) -> set[str]:
                 targets.add(_EMPTY_MODULE.code_for_node(target.value) + "[]")
             else:
                 targets.add(_EMPTY_MODULE.code_for_node(target))
+    for call in find_all(body, cst.Call):
+        name = last_name(call.func)
+        owner = call.func.value if isinstance(call.func, cst.Attribute) else (call.args[0].value if call.args else None)
+        args = call.args if isinstance(call.func, cst.Attribute) else call.args[1:]
+        if (name in ("register_buffer", "register_parameter", "setattr") and owner is not None and args
+                and isinstance(args[0].value, cst.SimpleString) and isinstance(args[0].value.evaluated_value, str)):
+            targets.add(f"{_EMPTY_MODULE.code_for_node(owner)}.{args[0].value.evaluated_value}")
     return targets

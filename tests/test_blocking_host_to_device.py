@@ -264,12 +264,14 @@ def test_multi_line_chain_is_reported_on_the_line_of_the_copy():
 
 
 def test_concatenation_of_a_list_of_tensors_is_of_unknown_device():
-    # A Python list holds tensors of any device: torch.cat of it is neither a host value nor proven host.
+    # A Python list holds tensors of any device: torch.cat of it is a tensor, neither a host value
+    # nor proven host, of a device nothing says (low).
     module = cst.parse_module("import torch\nparts = [a, b]\nx = torch.concat(parts)\ny = torch.cat([a, b])\n")
     model = DeviceModel(module)
     for statement in module.body[2:]:
         value = statement.body[0].value
-        assert model.where(value, module, statement.body[0]).place is Place.UNKNOWN
+        where = model.where(value, module, statement.body[0])
+        assert (where.place, where.confidence) == (Place.DEVICE, Confidence.LOW), where
 
 
 def test_a_position_of_a_returned_tuple_keeps_its_place():

@@ -4,7 +4,7 @@ Every `.py` file in `tests/where/` is a module of one package, `app`, indexed to
 analysis indexes a package (so a module learns from the others, as `from app.helpers import make`
 does). A line ending in `# where: PLACE [CONFIDENCE] [(BECAUSE)]` states where the value of that
 line's expression lives: an expression statement's value, an assignment's value, a `return`'s
-value. PLACE is `device`, `host-tensor`, `host` or `unknown`; CONFIDENCE, when given, is `low`,
+value. PLACE is `device`, `host-tensor`, `host`, `module` (an nn.Module) or `unknown`; CONFIDENCE, when given, is `low`,
 `medium` or `high`; BECAUSE, when given, must be part of the model's explanation.
 """
 
@@ -27,7 +27,7 @@ from synclint.project.index import ProjectIndex
 
 CASES = Path(__file__).resolve().parent / "where"
 EXPECTATION = re.compile(
-    r"#\s*where:\s*(?P<place>device|host-tensor|host|unknown)(?:\s+(?P<confidence>low|medium|high))?"
+    r"#\s*where:\s*(?P<place>device|host-tensor|host|module|unknown)(?:\s+(?P<confidence>low|medium|high))?"
     r"(?:\s+\((?P<because>.*)\))?\s*$"
 )
 SETTINGS = build_settings({}, CASES, None)
@@ -117,4 +117,4 @@ def test_where(path: Path, row: int, expected: re.Match):
 
 def test_there_are_expectations_of_every_place():
     found = {match["place"] for _, _, match in (p.values for p in _expectations())}
-    assert found == {"device", "host-tensor", "host", "unknown"}
+    assert found == {"device", "host-tensor", "host", "module", "unknown"}

@@ -31,9 +31,19 @@ from synclint.model import Confidence
 class NameConventions:
     """Name patterns that projects use for where a value lives (fnmatch, on the last name)."""
 
-    host: tuple[str, ...] = ("*_cpu", "*_cpu_*", "*_np", "*_host", "*_numpy", "*_per_gpu", "cpu", "np", "host", "host_*", "pinned_*", "*_pinned")
+    host: tuple[str, ...] = ("*_cpu", "*_cpu_*", "cpu_*", "*_np", "*_host", "*_numpy", "*_per_gpu", "cpu", "np", "host",
+                             "host_*", "pinned_*", "*_pinned")
     device: tuple[str, ...] = ("*_gpu", "*_cuda")
     host_fields: frozenset[str] = frozenset()  # multimodal inputs the project keeps on the CPU
+    # Models and layers (what a training loop calls and moves): `model`, `draft_model`, `net`.
+    # Batches a data loader yields (`batch`, `micro_batch`): dicts or tuples of tensors.
+    batches: tuple[str, ...] = ("batch", "*_batch", "minibatch", "microbatch")
+    modules: tuple[str, ...] = ("model", "*_model", "net", "*_net", "network", "module", "*_module", "backbone",
+                                "transformer", "unet", "vae", "encoder", "decoder", "*_encoder", "*_decoder", "controlnet",
+                                "*_proj", "lm_head", "embed_tokens")
+
+    def is_batch(self, name: str) -> bool:
+        return bool(_any_of(self.batches).match(name))
 
     def classify(self, name: str) -> Where | None:
         if name in self.host_fields:
@@ -46,11 +56,20 @@ class NameConventions:
                 # `_is_cuda`, `use_gpu`, `has_cuda`: a yes/no answer about the device, not a tensor on it.
                 return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a flag by its name")
             return device(f"{name} is on the device by its name", Confidence.MEDIUM)
+        if _any_of(self.modules).match(name) and not VERB_NAME.match(name):
+            return Where(Place.MODULE, Confidence.LOW, f"{name} is a model by its name")
         return None
 
 
 # Names that read as a yes/no question (`is_cuda`, `_use_gpu`, `has_cuda`, `on_gpu`): flags.
-_FLAG_NAME = re.compile(r"_*(?:is|has|have|use|uses|using|can|should|enable|enabled|supports?|allow|on|run_on|needs?)_")
+# Names of actions, not of things (`load_model`, `uses_draft_model`, `get_encoder`).
+VERB_NAME = re.compile(r"_*(?:load|get|build|init|create|capture|uses?|set|save|compile|make|wrap|unwrap|prepare|setup|"
+                        r"is|has|to|from|reset|register|add|remove|update|run|apply|freeze|unfreeze)_")
+
+
+# Counts and modes are no tensors either (`multi_gpu`, `num_gpus`, `n_gpu`, `single_gpu`).
+_FLAG_NAME = re.compile(r"_*(?:is|has|have|use|uses|using|can|should|enable|enabled|supports?|allow|on|run_on|needs?"
+                        r"|multi|num|n|single|no|all|world|local|total)_")
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,7 +105,8 @@ def names_a_device(text: str) -> bool:
 # they appear: they live on the GPU during inference.
 ACTIVATION_NAMES = frozenset(
     "x hidden_states hidden_state residual inputs_embeds input_embeds logits router_logits input_ids positions "
-    "query key value q k v kv_cache kv_caches k_cache v_cache topk_ids topk_weights attn_output".split()
+    "query key value q k v kv_cache kv_caches k_cache v_cache topk_ids topk_weights attn_output attention_mask "
+    "position_ids".split()
 )
 
 
@@ -101,6 +121,10 @@ def names_a_module(name: str) -> bool:
     """Whether a name reads as a model or a layer (`model`, `self.lm_head_module`, `net`), not data."""
     lowered = name.lower()
     return any(word in lowered for word in ("model", "module", "layer", "net", "self", "cls"))
+
+
+# Helpers named for a device-wide wait (`device_synchronize()`, `synchronize_device()`, `cuda_sync()`).
+SYNC_HELPER_NAME = re.compile(r"^_*(?:(?:device|cuda|gpu|accelerator)_?sync(?:hronize)?|sync(?:hronize)?_?(?:device|cuda|gpu|accelerator))$")
 
 
 # Names that say a value is a boolean mask (`valid_mask`, `is_prefill`, `keep`).

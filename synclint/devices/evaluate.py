@@ -35,11 +35,21 @@ from synclint.devices.torch_api import (
     HOST_BUILTINS,
     HOST_RESULT_FUNCTIONS,
     HOST_RESULT_METHODS,
+    MODULE_CLASS_PREFIXES,
+    MODULE_CONTAINERS,
+    MODULE_METHOD_NAMES,
+    MODULE_METHODS,
+    MODULE_OUTPUT_METHODS,
+    MODULE_RETURNING_METHODS,
+    MODULE_TENSOR_ATTRIBUTES,
     NEW_TENSOR_METHODS,
+    OUTPUT_FIELDS,
     SAME_PLACE_ATTRIBUTES,
+    SAME_PLACE_CALLS,
     SEQUENCE_OPERATIONS,
     TORCH_FACTORIES,
     TORCH_LIKE_FACTORIES,
+    returns_a_tensor,
 )
 from synclint.model import Confidence
 from synclint.syntax import (
@@ -48,6 +58,7 @@ from synclint.syntax import (
     constant_position,
     dotted_name,
     keyword_arg,
+    last_name,
     names_in,
     parameter,
     string_key,
@@ -89,7 +100,37 @@ class Evaluator:
         return Where(Place.HOST, Confidence.HIGH, items=items, element=join_all(tensors) if len(tensors) == len(items) else None)
 
     _eval_List = _eval_Tuple
-    _eval_ListComp = _eval_SetComp = _eval_DictComp = _eval_GeneratorExp = _eval_Lambda = _host
+    _eval_SetComp = _eval_DictComp = _eval_Lambda = _host
+
+    def within(self, comprehension: cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp) -> "Evaluator":
+        """An evaluator for the inside of a comprehension: each `for` target bound to the elements
+        of its iterable (`t` of `[t.item() for t in tokens]`)."""
+        env = dict(self.env)
+        clause: cst.CompFor | None = comprehension.for_in
+        while clause is not None:
+            scope = Evaluator(self.model, self.scope, env)
+            positions = scope.positions_of(clause.iter)
+            target = clause.target
+            if positions is not None and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(positions):
+                pairs = [(element.value, where) for element, where in zip(target.elements, positions)]
+            else:
+                pairs = [(target, scope.element_of(clause.iter))]
+            for bound, where in pairs:
+                if isinstance(bound, cst.Name):
+                    env[bound.value] = where
+                else:
+                    for name in names_in(bound):
+                        env[name] = UNKNOWN
+            clause = clause.inner_for_in
+        return Evaluator(self.model, self.scope, env)
+
+    def _eval_ListComp(self, expr: cst.ListComp | cst.GeneratorExp) -> Where:
+        """A list built by a comprehension: a host value whose elements live where its `elt` does
+        (`[t.cuda() for t in ts]`)."""
+        element = self.within(expr).eval(expr.elt)
+        return Where(Place.HOST, Confidence.HIGH, element=element if element.is_tensor else None)
+
+    _eval_GeneratorExp = _eval_ListComp
 
     # names -------------------------------------------------------------------------
 
@@ -99,15 +140,32 @@ class Evaluator:
             return NONE
         if name in ("True", "False"):
             return HOST
-        if name in self.env:
-            return self.env[name]
-        if name in self.symbols.imports.aliases or name in self.symbols.functions or name in self.symbols.classes:
-            return HOST
-        if self.scope is not None and not isinstance(self.scope, cst.Module):
-            module_env = self.model.facts(self.model.module).final_env
-            if name in module_env:
-                return module_env[name]
-        return self.model.conventions.classify(name) or UNKNOWN
+        known = self.env.get(name)
+        if known is not None and known.place is not Place.UNKNOWN:
+            return known
+        if known is None:
+            if name in self.symbols.imports.aliases or name in self.symbols.functions or name in self.symbols.classes:
+                return HOST
+            if self.scope is not None and not isinstance(self.scope, cst.Module):
+                module_env = self.model.facts(self.model.module).final_env
+                if name in module_env:
+                    return module_env[name]
+            by_name = self.model.conventions.classify(name)
+            if by_name is not None:
+                return by_name
+        else:
+            by_name = self.model.conventions.classify(name)
+            if by_name is not None and by_name.is_module:
+                return by_name  # `model = build(cfg)`: what the code gives is unknown, its name says a model
+        if self.model.conventions.is_batch(name):
+            # `for batch in loader:`, `batch = next(it)`: a dict or tuple of a data loader's tensors
+            return Where(Place.HOST, Confidence.HIGH, element=self.model_tensor(f"{name} is a batch of a data loader"))
+        use = self.model.tensor_uses(self.scope).get(name) if self.scope is not None else None
+        if use is not None:
+            because = f"{name} is used as a tensor (`{use}`)"
+            # `loss.backward()`: what gradients flow back from is a model's output.
+            return self.model_tensor(because) if ".backward(" in use else self.tensor(because)
+        return UNKNOWN
 
     def _eval_Attribute(self, expr: cst.Attribute) -> Where:
         attr = expr.attr.value
@@ -118,13 +176,25 @@ class Evaluator:
             return HOST  # a module-level constant or function (torch.float32, np.pi)
         if attr in SAME_PLACE_ATTRIBUTES:
             return self.eval(expr.value)
-        if isinstance(expr.value, cst.Name) and expr.value.value == "self" and isinstance(self.scope, cst.FunctionDef):
+        is_self = isinstance(expr.value, cst.Name) and expr.value.value == "self"
+        if is_self and isinstance(self.scope, cst.FunctionDef):
             cls = self.symbols.self_class(self.scope)
             if cls is not None:
                 known = self.model.class_attrs(cls).get(attr)
                 if known is not None:
                     return known
-        return classify_buffer_field(attr) or self.model.conventions.classify(attr) or UNKNOWN
+        by_name = classify_buffer_field(attr) or self.model.conventions.classify(attr)
+        if by_name is not None:
+            return by_name
+        if not is_self:
+            owner = self.eval(expr.value)
+            if owner.is_module:
+                if attr in MODULE_TENSOR_ATTRIBUTES:
+                    return device(f"{code_text(expr)} is a module's parameter", Confidence.MEDIUM)
+                return owner  # a submodule, or a method to call (`_module_method` knows which)
+            if owner.on_device and attr in OUTPUT_FIELDS:
+                return owner  # `outputs.loss`: a field of a model's output
+        return UNKNOWN
 
     # compound expressions ----------------------------------------------------------
 
@@ -140,6 +210,8 @@ class Evaluator:
             return known if known is not None else UNKNOWN
         if base.place is Place.UNKNOWN:
             return UNKNOWN
+        if base.place is Place.HOST and base.element is not None:
+            return base.element  # `tensors[i]`, `batch["pixels"]`: an element of a list or dict of tensors
         return replace(base, items=None, element=None) if base.element is not None else base
 
     def _is_non_tensor_constant(self, expr: cst.BaseExpression) -> bool:
@@ -186,6 +258,11 @@ class Evaluator:
             known = self._project_call(call)
             if known is not None:
                 return known
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if name in SAME_PLACE_CALLS and call.args and call.args[0].keyword is None:
+            passed = self.eval(call.args[0].value)
+            if passed.is_tensor or passed.items is not None:
+                return passed  # `accelerator.gather(t)`: a tensor like `t`, where `t` is
         if isinstance(func, cst.Name):
             if func.value in HOST_BUILTINS:
                 return HOST
@@ -202,8 +279,55 @@ class Evaluator:
                 return Where(returned.place, returned.confidence, f"returned by {target.name.value}(): {returned.because}")
             return returned
         if isinstance(func, cst.Name) and func.value in self.symbols.classes:
+            cls = self.symbols.classes[func.value]
+            if self.symbols.is_module_class(cls):
+                return Where(Place.MODULE, Confidence.LOW, f"{func.value}(...) is an nn.Module")
             return HOST  # an instance of a local class
+        if isinstance(func, (cst.Name, cst.Subscript)) or (isinstance(func, cst.Attribute) and not isinstance(func.value, cst.Call)):
+            called = self.eval(func)
+            if called.is_module:
+                return self.module_output(called, func)
         return UNKNOWN
+
+    # tensors whose device the code does not say ------------------------------------
+
+    def tensor(self, because: str) -> Where:
+        """A tensor whose device nothing says (a torch operation on unknown inputs, a value used as
+        only a tensor can be): likely on the GPU in model code (an nn.Module's methods, code that
+        runs a model), of unknown device elsewhere."""
+        model_code = self._model_code()
+        if model_code is not None:
+            return device(f"{because}, {model_code}", Confidence.MEDIUM)
+        return Where(Place.DEVICE, Confidence.LOW, f"{because}, of unknown device")
+
+    def model_tensor(self, because: str) -> Where:
+        """A tensor that flows from a model (its output, its loss, its parameters): on the GPU in a
+        file that puts its model or data there, and in model code; of unknown device elsewhere."""
+        placed = self.model.accelerator_use()
+        if placed is not None:
+            return device(f"{because}, in a file that puts its model or data on the GPU (`{placed}`)", Confidence.MEDIUM)
+        return self.tensor(because)
+
+    def module_output(self, module: Where, func: cst.BaseExpression) -> Where:
+        """What calling an nn.Module gives: tensors on the module's device."""
+        text = code_text(func)
+        if module.confidence is Confidence.HIGH and module.because:
+            return device(f"{text}(...) runs a module on the GPU ({module.because})", Confidence.MEDIUM)
+        return self.model_tensor(f"{text}(...) is a module's output")
+
+    def _model_code(self) -> str | None:
+        """How the code being evaluated is model code (None: it is not): a method of an nn.Module,
+        or code of a class or function that runs a model (a pipeline, a runner)."""
+        func = self.scope if isinstance(self.scope, cst.FunctionDef) else None
+        if func is None:
+            return None
+        cls = self.symbols.self_class(func)
+        if self.symbols.is_module_class(cls):
+            return "in an nn.Module's code"
+        if cls is not None and any((dotted_name(b.value) or "").endswith("Optimizer") for b in cls.bases):
+            return "in an optimizer's code (it updates the model's parameters)"
+        runs = self.model.runs_a_model(func)
+        return f"in code that runs a model (`{runs}`)" if runs is not None else None
 
     def _project_call(self, call: cst.Call) -> Where | None:
         """What a function of another file of the project returns, from the project view."""
@@ -214,6 +338,12 @@ class Evaluator:
         returned = fact.returns
         if returned.on_device and returned.because:
             where = f"{fact.qualname.rsplit('.', 1)[-1]}() ({fact.path}:{fact.row})"
+            if returned.confidence is Confidence.LOW:
+                # A tensor of unknown device computed from its arguments: where they are, given GPU tensors.
+                given = next((w for a in call.args if (w := self.eval(a.value)).on_device
+                              and w.confidence >= Confidence.MEDIUM), None)
+                if given is not None:
+                    return device(f"returned by {where} from GPU tensors ({given.because})", Confidence.MEDIUM)
             return Where(returned.place, returned.confidence, f"returned by {where}: {returned.because}")
         return returned
 
@@ -241,13 +371,27 @@ class Evaluator:
             return host_tensor(f"{qual}(...)")
         if qual.startswith(("torch.cuda.", "torch.accelerator.", "torch.backends.", "torch.distributed.is_")):
             return HOST
+        if short[:1].isupper() and qual.startswith(MODULE_CLASS_PREFIXES) and not qual.startswith("torch.nn.functional."):
+            wrapped = self.eval(call.args[0].value) if call.args else UNKNOWN
+            if wrapped.is_module:
+                return wrapped  # DistributedDataParallel(model), FSDP(model): the model, wrapped
+            made = Where(Place.MODULE, Confidence.LOW, f"{short}(...) is an nn.Module")
+            # A container's attributes are its layers: the element says what they are.
+            return replace(made, element=made) if short in MODULE_CONTAINERS else made
+        if qual == "torch.compile":
+            wrapped = self.eval(call.args[0].value) if call.args else UNKNOWN
+            return wrapped if wrapped.is_module else UNKNOWN
         if qual.startswith("torch."):
             # Operations on tensors: the result lives where the tensor operands live.
             result = combine(list(self._tensor_args(call))) if call.args else UNKNOWN
             if short in SEQUENCE_OPERATIONS and result.place is Place.HOST:
-                return UNKNOWN  # a Python list of tensors says nothing of where its tensors are
+                result = UNKNOWN  # a Python list of tensors says nothing of where its tensors are
+            if result.place is Place.UNKNOWN and returns_a_tensor(qual):
+                return self.tensor(f"{qual.replace('torch.nn.functional.', 'F.')}(...) is a tensor")
             return result
-        if qual.split(".")[0] in ("math", "os", "sys", "re", "json", "time", "itertools", "functools", "collections"):
+        if qual.split(".")[0] in ("math", "os", "sys", "re", "json", "time", "itertools", "functools", "collections",
+                                  "random", "string", "pathlib", "shutil", "logging", "copy", "inspect", "typing",
+                                  "dataclasses", "enum", "warnings", "datetime", "operator"):
             return HOST
         return None
 
@@ -268,7 +412,10 @@ class Evaluator:
         if device_arg is not None:
             placed = self.device_of(device_arg)
             if placed.on_device:
-                return Where(placed.place, placed.confidence, f"made by {what} on {code_text(device_arg)}")
+                because = f"made by {what} on {code_text(device_arg)}"
+                if placed.confidence < Confidence.HIGH and placed.because and placed.because != code_text(device_arg):
+                    because += f" ({placed.because})"
+                return Where(placed.place, placed.confidence, because)
             return placed
         pin = keyword_arg(call, "pin_memory")
         if pin is not None and not (isinstance(pin, cst.Name) and pin.value == "False"):
@@ -287,6 +434,10 @@ class Evaluator:
         return host_tensor(f"{what} without device= is a host tensor")
 
     def _eval_method(self, receiver: cst.BaseExpression, method: str, call: cst.Call) -> Where | None:
+        if method in MODULE_METHODS:
+            base = self.eval(receiver)
+            if base.is_module:
+                return self._module_method(base, receiver, method, call)
         if method == "cuda":
             return device(f"{code_text(receiver)}.cuda()")
         if method == "cpu":
@@ -309,7 +460,12 @@ class Evaluator:
                 return by_key  # `kwargs.pop("image_grid_thw", None)`
         if method.startswith("__"):
             return None  # a protocol method (`__tensor_flatten__`, `__reduce__`): not a tensor operation
+        if isinstance(receiver, cst.Name) and receiver.value not in self.env and (
+                receiver.value in self.symbols.imports.aliases or receiver.value in self.symbols.classes):
+            return None  # `GPT.from_pretrained(...)`, `utils.helper(...)`: a class's or a module's function
         base = self.eval(receiver)
+        if base.is_module:
+            return self._module_method(base, receiver, method, call)
         if method in ("parameters", "buffers") and base.place is Place.UNKNOWN:
             # An nn.Module's tensors; a module built here without .cuda()/.to() would be a host value.
             return device(f"{code_text(receiver)}.{method}() are a module's tensors", Confidence.MEDIUM)
@@ -321,6 +477,30 @@ class Evaluator:
         if base.is_tensor or base.place is Place.HOST:
             return base
         return None
+
+    def _module_method(self, module: Where, receiver: cst.BaseExpression, method: str, call: cst.Call) -> Where:
+        """What a method of an nn.Module gives: the module itself (moved, cast, switched), its
+        tensors, its output; UNKNOWN for any other method (it may return anything)."""
+        text = code_text(receiver)
+        if method == "cuda":
+            return Where(Place.MODULE, Confidence.HIGH, f"{text}.cuda()")
+        if method == "to":
+            target = self._to_target(call)
+            if target is not None and target.on_device:
+                return Where(Place.MODULE, Confidence.HIGH, target.because or f"{text}.to(...)")
+            return module if target is None else Where(Place.MODULE, Confidence.LOW, module.because)
+        if method in MODULE_RETURNING_METHODS:
+            return module
+        if method in ("parameters", "buffers"):
+            if module.confidence is Confidence.HIGH and module.because:
+                return device(module.because)  # the tensors of a module moved to the GPU
+            return device(f"{text}.{method}() are a module's tensors", Confidence.MEDIUM)
+        if method in MODULE_OUTPUT_METHODS:
+            return self.module_output(module, call.func)
+        if module.element is not None and method not in MODULE_METHOD_NAMES:
+            # `self.transformer.wte(idx)`: a layer kept in a container (`nn.ModuleDict(dict(wte=...))`)
+            return self.module_output(module, call.func)
+        return UNKNOWN
 
     def _to_target(self, call: cst.Call) -> Where | None:
         """Where `.to(...)` puts the tensor, or None when it keeps the device (dtype only)."""
@@ -334,6 +514,9 @@ class Evaluator:
                 return None
             placed = self.device_of(arg)
             if placed.place is Place.UNKNOWN:
+                other = self.eval(arg)
+                if other.on_device:  # `x.to(grad)`: to the device (and dtype) of another tensor
+                    return Where(Place.DEVICE, max(other.confidence, Confidence.MEDIUM), f"moved to the device of `{code_text(arg)}`")
                 return None
             if placed.on_device:
                 return Where(placed.place, placed.confidence, f"moved by .to({code_text(arg)})")
@@ -355,8 +538,13 @@ class Evaluator:
             return self.device_of(arg.args[0].value)
         if isinstance(arg, cst.Call) and (self.symbols.qualname(arg.func) or "").endswith("current_device"):
             return device(code_text(arg))
+        if isinstance(arg, cst.Call) and not self.model.host_code and names_a_device(last_name(arg.func) or "") and (
+                not names_the_host(code_text(arg))):
+            return device(code_text(arg))  # `get_accelerator().get_current_device()`, `get_device_of_batch(b)`
         if isinstance(arg, cst.Attribute) and arg.attr.value == "device":
             owner = self.eval(arg.value)
+            if owner.on_device and owner.confidence is Confidence.LOW:
+                owner = UNKNOWN  # a tensor of unknown device: `x.device` names the device it computes on
             if owner.is_tensor:
                 return Where(owner.place, owner.confidence, f"{code_text(arg)}" if owner.on_device else None)
             text = code_text(arg)
@@ -384,6 +572,11 @@ class Evaluator:
             if (isinstance(default, (cst.SimpleString, cst.Call)) and self.device_of(default).on_host
                     and not self.model.passed_here(self.scope, arg.value)):
                 return UNKNOWN  # `device: str = "cpu"` that no call in this file sets: the CPU unless a caller asks
+            if (isinstance(default, cst.Name) and default.value == "None" and not values and not self.model.host_code
+                    and not self.model.passed_here(self.scope, arg.value)):
+                # `device=None` that no call in this file sets: the GPU where a caller passes one, the
+                # default device (the CPU) where none does; a sync here is not proven for every caller
+                return device("a parameter that defaults to None: the GPU where a caller passes one", Confidence.MEDIUM)
         if isinstance(arg, (cst.Name, cst.Attribute)) and not self.model.host_code and names_a_device(text):
             return device(text)
         return UNKNOWN
@@ -411,8 +604,8 @@ class Evaluator:
                     return UNKNOWN if any(w.place is Place.UNKNOWN for w in inner) else combine(inner)
                 return inner[0] if inner else UNKNOWN
         where = self.eval(iterable)
-        if where.is_tensor:
-            return where
+        if where.is_tensor or where.is_module:
+            return where  # a tensor's rows; a ModuleList's modules
         if where.element is not None:
             return where.element
         return UNKNOWN if where.place is Place.UNKNOWN else HOST
@@ -433,18 +626,27 @@ class Evaluator:
                 inner = annotation.slice[0].slice
                 if isinstance(inner, cst.Index):
                     return self.from_annotation(inner.value, name)
-            if head.split(".")[-1] in ("list", "List", "dict", "Dict", "tuple", "Tuple", "set", "Sequence"):
-                return HOST
+            if head.split(".")[-1] in ("list", "List", "dict", "Dict", "tuple", "Tuple", "set", "Sequence", "Mapping"):
+                # `list[torch.Tensor]`, `dict[str, Tensor]`, `tuple[Tensor, ...]`: a host container of tensors
+                kinds = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
+                inner = kinds[-1] if head.split(".")[-1] in ("dict", "Dict", "Mapping") and kinds else kinds[0] if kinds else None
+                element = self.from_annotation(inner, name) if inner is not None else None
+                return Where(Place.HOST, Confidence.HIGH, element=element) if element is not None and element.is_tensor else HOST
             return None
         qual = self.symbols.qualname(annotation) or dotted_name(annotation) or ""
         last = qual.split(".")[-1]
+        if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            return device(f"{name} is annotated nn.Parameter, which moves with its module", Confidence.MEDIUM)
         if qual in ("torch.Tensor", "Tensor") or (qual.startswith("torch.") and last == "Tensor"):
             by_name = self.model.conventions.classify(name)
-            if by_name is not None:
+            if by_name is not None and (by_name.on_host or by_name.on_device):
                 return Where(Place.HOST_TENSOR, Confidence.MEDIUM, by_name.because) if by_name.on_host else by_name
             if self.model.host_code:
                 return Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a tensor in host-side code")
             return device(f"{name} is annotated torch.Tensor", Confidence.MEDIUM)
         if qual.startswith("numpy.") or last in ("int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set"):
             return HOST
+        if qual in ("torch.nn.Module", "torch.nn.modules.module.Module") or (
+                last in self.symbols.classes and self.symbols.is_module_class(self.symbols.classes[last])):
+            return Where(Place.MODULE, Confidence.LOW, f"{name} is annotated as an nn.Module")
         return None

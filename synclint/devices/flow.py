@@ -19,7 +19,7 @@ import libcst as cst
 from synclint.devices.conventions import WEIGHT_LOADER, is_activation_name
 from synclint.devices.evaluate import Evaluator
 from synclint.devices.lattice import HOST, UNKNOWN, Env, Place, Where, combine, device, join, join_element
-from synclint.devices.narrowing import CPU_PATH, on_cpu_in
+from synclint.devices.narrowing import CPU_PATH, OTHER_PLATFORM, on_cpu_in, other_platform_when, tensors_when
 from synclint.devices.usage import host_uses
 from synclint.model import Confidence
 from synclint.syntax import Scope, dotted_name, ends_function, statements
@@ -64,6 +64,7 @@ class FlowWalker:
         evaluator = Evaluator(self.model, func, env)
         cls = self.model.symbols.class_of(func)
         in_module = self.model.symbols.is_module_class(cls)
+        runs_model = None if in_module else self.model.runs_a_model(func)
         params = func.params
         positional = [*params.posonly_params, *params.params]
         own_uses: dict[str, str] | None = None  # found on first need: most functions never ask
@@ -77,16 +78,10 @@ class FlowWalker:
             where = None
             if param.annotation is not None:
                 where = evaluator.from_annotation(param.annotation.annotation, name)
-                if where is not None and where.on_device and where.confidence < Confidence.HIGH and WEIGHT_LOADER.search(func.name.value):
-                    # Weight loaders receive checkpoint tensors, which are read into host memory.
-                    where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a checkpoint tensor given to the weight loader {func.name.value}()")
-                elif where is not None and where.on_device and where.confidence is Confidence.MEDIUM and not (
-                    in_module or is_activation_name(name)
-                ):
-                    # Helpers outside nn.Modules (CPU fallbacks, planners, processors, reference
-                    # code) take host tensors as often as device ones: measured on vLLM, half of
-                    # such findings were host tensors.
-                    where = Where(Place.DEVICE, Confidence.LOW, f"{where.because}, outside an nn.Module")
+                if where is not None and where.element is not None:  # `batch: dict[str, Tensor]`
+                    where = replace(where, element=self._annotated_tensor(where.element, name, in_module, runs_model))
+                elif where is not None:
+                    where = self._annotated_tensor(where, name, in_module, runs_model)
             if where is None and param.default is not None:
                 where = evaluator.eval(param.default)
                 if where.is_none or where.place is Place.UNKNOWN:
@@ -112,9 +107,31 @@ class FlowWalker:
                     where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is used as a host tensor: {evidence}")
             if where is not None:
                 env[name] = where
-        self.walkstatements(statements(func.body), env, 0)
+        self.walk_block(statements(func.body), env, 0)
 
-    def walkstatements(self, body: Sequence, env: Env, loop_depth: int) -> Env:
+    def _annotated_tensor(self, where: Where, name: str, in_module: bool, runs_model: str | None) -> Where:
+        """What a parameter annotated as a tensor (or holding tensors) is, by where its function runs."""
+        if not where.on_device or where.confidence is Confidence.HIGH:
+            return where
+        func = self.scope
+        assert isinstance(func, cst.FunctionDef)
+        if WEIGHT_LOADER.search(func.name.value):
+            # Weight loaders receive checkpoint tensors, which are read into host memory.
+            return Where(Place.HOST_TENSOR, Confidence.MEDIUM,
+                         f"{name} is a checkpoint tensor given to the weight loader {func.name.value}()")
+        if where.confidence is not Confidence.MEDIUM:
+            return where
+        if runs_model:
+            # Code that calls a model (a pipeline's denoising loop, a runner's step) hands it its tensors.
+            return Where(Place.DEVICE, Confidence.MEDIUM, f"{where.because}, in code that runs a model (`{runs_model}`)")
+        if not (in_module or is_activation_name(name)):
+            # Helpers outside nn.Modules (CPU fallbacks, planners, processors, reference
+            # code) take host tensors as often as device ones: measured on vLLM, half of
+            # such findings were host tensors.
+            return Where(Place.DEVICE, Confidence.LOW, f"{where.because}, outside an nn.Module")
+        return where
+
+    def walk_block(self, body: Sequence, env: Env, loop_depth: int) -> Env:
         for stmt in body:
             self.facts.env_before[id(stmt)] = env
             self.facts.loop_depth_of[id(stmt)] = loop_depth
@@ -128,9 +145,10 @@ class FlowWalker:
                 env = self.walk_small(small, env)
             return env
         if isinstance(stmt, cst.If):
-            # `if x.is_cpu:`, `if device.type == "cpu":`: on the CPU in the branch that says so.
-            after_body = self.walkstatements(statements(stmt.body), on_cpu_in(env, stmt.test, True), depth)
-            otherwise = on_cpu_in(env, stmt.test, False)
+            # `if x.is_cpu:`, `if device.type == "cpu":`: on the CPU in the branch that says so;
+            # `if isinstance(x, torch.Tensor):`: a tensor there.
+            after_body = self.walk_block(statements(stmt.body), self._narrowed(env, stmt.test, True), depth)
+            otherwise = self._narrowed(env, stmt.test, False)
             if stmt.orelse is None:
                 return otherwise if ends_function(stmt.body) else join_env(otherwise, after_body)
             if isinstance(stmt.orelse, cst.If):
@@ -138,45 +156,45 @@ class FlowWalker:
                 self.facts.loop_depth_of[id(stmt.orelse)] = depth
                 after_else = self.walk_statement(stmt.orelse, otherwise, depth)
             else:
-                after_else = self.walkstatements(statements(stmt.orelse.body), otherwise, depth)
+                after_else = self.walk_block(statements(stmt.orelse.body), otherwise, depth)
             if ends_function(stmt.body):
                 return after_else  # `if c: ...; return` : what follows runs only when c was false
             return join_env(after_body, after_else)
         if isinstance(stmt, cst.For):
             inner = dict(env)
             self._bind_loop_target(stmt.target, stmt.iter, env, inner)
-            after = self.walkstatements(statements(stmt.body), inner, depth + 1)
+            after = self.walk_block(statements(stmt.body), inner, depth + 1)
             merged = join_env(env, after)
             if stmt.orelse is not None:
-                merged = self.walkstatements(statements(stmt.orelse.body), merged, depth)
+                merged = self.walk_block(statements(stmt.orelse.body), merged, depth)
             return merged
         if isinstance(stmt, cst.While):
-            after = self.walkstatements(statements(stmt.body), env, depth + 1)
+            after = self.walk_block(statements(stmt.body), env, depth + 1)
             merged = join_env(env, after)
             if stmt.orelse is not None:
-                merged = self.walkstatements(statements(stmt.orelse.body), merged, depth)
+                merged = self.walk_block(statements(stmt.orelse.body), merged, depth)
             return merged
         if isinstance(stmt, (cst.Try, cst.TryStar)):
-            after = self.walkstatements(statements(stmt.body), env, depth)
+            after = self.walk_block(statements(stmt.body), env, depth)
             ends = [after]
             for handler in stmt.handlers:
-                ends.append(self.walkstatements(statements(handler.body), env, depth))
+                ends.append(self.walk_block(statements(handler.body), env, depth))
             merged = ends[0]
             for other in ends[1:]:
                 merged = join_env(merged, other)
             if stmt.orelse is not None:
-                merged = self.walkstatements(statements(stmt.orelse.body), merged, depth)
+                merged = self.walk_block(statements(stmt.orelse.body), merged, depth)
             if stmt.finalbody is not None:
-                merged = self.walkstatements(statements(stmt.finalbody.body), merged, depth)
+                merged = self.walk_block(statements(stmt.finalbody.body), merged, depth)
             return merged
         if isinstance(stmt, cst.With):
             inner = dict(env)
             for item in stmt.items:
                 if item.asname is not None:
                     self._bind(item.asname.name, UNKNOWN, inner)
-            return self.walkstatements(statements(stmt.body), inner, depth)
+            return self.walk_block(statements(stmt.body), inner, depth)
         if isinstance(stmt, cst.Match):
-            ends = [self.walkstatements(statements(case.body), env, depth) for case in stmt.cases]
+            ends = [self.walk_block(statements(case.body), env, depth) for case in stmt.cases]
             merged = env
             for other in ends:
                 merged = join_env(merged, other)
@@ -186,6 +204,20 @@ class FlowWalker:
             new[stmt.name.value] = HOST
             return new
         return env
+
+    def _narrowed(self, env: Env, test: cst.BaseExpression, holds: bool) -> Env:
+        """`env` where `test` is `holds`: what it proves on the CPU, and what it proves a tensor."""
+        env = on_cpu_in(env, test, holds)
+        platform = other_platform_when(test, holds)
+        if platform is not None:
+            env = {**env, OTHER_PLATFORM: Where(Place.HOST, Confidence.HIGH, platform)}
+        tensors = tensors_when(test, holds, self.model.symbols.qualname)
+        unknown = {name: text for name, text in tensors.items()
+                   if env.get(name, UNKNOWN).place is Place.UNKNOWN and (name in env or self.model.conventions.classify(name) is None)}
+        if not unknown:
+            return env
+        evaluator = Evaluator(self.model, self.scope, env)
+        return {**env, **{name: evaluator.tensor(f"{name} is a tensor where `{text}` holds") for name, text in unknown.items()}}
 
     def walk_small(self, small: cst.BaseSmallStatement, env: Env) -> Env:
         evaluator = Evaluator(self.model, self.scope, env)
@@ -198,6 +230,12 @@ class FlowWalker:
         if isinstance(small, cst.AnnAssign):
             new = dict(env)
             value = evaluator.eval(small.value) if small.value is not None else UNKNOWN
+            if value.place is Place.HOST and value.element is None and value.items is None:
+                # `parts: list[torch.Tensor] = list(t.split(n))`: the annotation says what it holds
+                declared_kind = evaluator.from_annotation(small.annotation.annotation,
+                                                          (dotted_name(small.target) or "").rsplit(".", 1)[-1])
+                if declared_kind is not None and declared_kind.element is not None:
+                    value = declared_kind
             declared = value.place is Place.UNKNOWN or value.is_none
             if declared:
                 # `self.x_cpu: torch.Tensor | None = None`: the attribute's name carries the convention.
@@ -217,8 +255,24 @@ class FlowWalker:
             self.facts.returns.append(evaluator.eval(small.value))
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             self._note_registered_buffer(small.value)
+            env = self._note_module_move(small.value, env, evaluator)
             return self._note_append(small.value, env, evaluator)
         return env
+
+    def _note_module_move(self, call: cst.Call, env: Env, evaluator: Evaluator) -> Env:
+        """`model.to(device)`, `model.cuda()`: an nn.Module moves in place, so the name holds the moved module."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in ("to", "cuda")):
+            return env
+        name = func.value.value
+        if not evaluator.eval(func.value).is_module:
+            return env
+        moved = evaluator.eval(call)
+        if not moved.is_module:
+            return env
+        new = dict(env)
+        new[name] = moved
+        return new
 
     def _note_append(self, call: cst.Call, env: Env, evaluator: "Evaluator") -> Env:
         """`parts.append(t)`: the list `parts` holds tensors where `t` lives (for `torch.cat(parts)`)."""
@@ -319,4 +373,6 @@ def join_env(a: Env, b: Env) -> Env:
         merged[name] = a[name].weaker(Confidence.MEDIUM)
     if CPU_PATH not in a or CPU_PATH not in b:
         merged.pop(CPU_PATH, None)  # a path from the GPU's side joins here
+    if OTHER_PLATFORM not in a or OTHER_PLATFORM not in b:
+        merged.pop(OTHER_PLATFORM, None)
     return merged

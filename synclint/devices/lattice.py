@@ -13,9 +13,14 @@ from synclint.model import Confidence, pickled_by_fields
 
 
 class Place(str, enum.Enum):
-    DEVICE = "device"  # a tensor on the accelerator (or, with medium confidence, a tensor of unknown device)
+    # A tensor on the accelerator: proven (high), likely (medium: model code, a program that puts
+    # its model on the GPU), or a tensor of unknown device (low).
+    DEVICE = "device"
     HOST_TENSOR = "host-tensor"  # a torch tensor in host memory
     HOST = "host"  # numpy arrays, Python numbers, lists, None, objects that are not tensors
+    # An nn.Module (a model, a layer, a loss module): no tensor itself, but calling it gives tensors,
+    # and its parameters are tensors. Its confidence says how sure it is on the accelerator.
+    MODULE = "module"
     UNKNOWN = "unknown"
 
 
@@ -42,6 +47,10 @@ class Where:
     @property
     def is_tensor(self) -> bool:
         return self.place in (Place.DEVICE, Place.HOST_TENSOR)
+
+    @property
+    def is_module(self) -> bool:
+        return self.place is Place.MODULE
 
     def weaker(self, cap: Confidence) -> "Where":
         return Where(self.place, min(self.confidence, cap), self.because, self.is_none, self.items, self.element)

@@ -13,12 +13,15 @@ work, one job per module:
     symbols      the module's classes, functions and qualified names
     flow         the walker: environments before each statement, branches and loops
     narrowing    what a branch's test proves (`if x.is_cpu:`)
-    usage        what a function's code shows about its names (`x.numpy()`)
+    usage        what a function's code shows about its names (`x.numpy()`, `loss.backward()`)
+    program      whether the file puts its model or data on an accelerator
     evaluate     the expression evaluator
     callers      call-site scans, and parameters settled by what every caller passes
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -27,8 +30,10 @@ from synclint.devices.conventions import NameConventions
 from synclint.devices.evaluate import Evaluator
 from synclint.devices.flow import FlowWalker, FunctionFacts
 from synclint.devices.lattice import UNKNOWN, Env, Place, Where, join, join_all
-from synclint.devices.narrowing import CPU_PATH
+from synclint.devices.narrowing import CPU_PATH, OTHER_PLATFORM
+from synclint.devices.program import accelerator_use
 from synclint.devices.symbols import Symbols
+from synclint.devices.usage import runs_a_model, tensor_uses
 from synclint.model import Confidence
 from synclint.project.facts import EMPTY_VIEW, ProjectFile
 from synclint.syntax import Scope, dotted_name, is_property, local_assignments, statements
@@ -60,12 +65,19 @@ class DeviceModel:
         self._in_progress: set[int] = set()
         self._local_values: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._calls_by_name: dict[str, list[cst.Call]] | None = None
+        self._accelerator_use: list[str | None] = []  # computed once: [the answer]
+        self._tensor_uses: dict[int, dict[str, str]] = {}
+        self._model_calls: dict[int, str | None] = {}  # id(class or function) -> its first call of a model
 
     # ---- the question rules ask ---------------------------------------------------------
 
-    def where(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None) -> Where:
-        """Where `expr` lives, evaluated just before statement `stmt` of `scope`."""
+    def where(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None,
+              comprehensions: Sequence[cst.CSTNode] = ()) -> Where:
+        """Where `expr` lives, evaluated just before statement `stmt` of `scope`, inside the
+        `comprehensions` around it (outermost first), whose targets it may name."""
         evaluator = self._evaluator(scope, stmt)
+        for comprehension in comprehensions:
+            evaluator = evaluator.within(comprehension)
         found = evaluator.eval(expr)
         cpu_path = evaluator.env.get(CPU_PATH)
         if cpu_path is not None and found.on_device and found.confidence is Confidence.MEDIUM:
@@ -73,6 +85,14 @@ class DeviceModel:
             return Where(found.place, Confidence.LOW, f"{found.because}; but {cpu_path.because}",
                          found.is_none, found.items, found.element)
         return found
+
+    def platform_at(self, scope: Scope | None, stmt: cst.CSTNode | None) -> str | None:
+        """The accelerator other than a CUDA GPU that the code at `stmt` runs on, by the branch it
+        is in (`if is_npu_available():`), or None."""
+        if scope is None or stmt is None:
+            return None
+        marker = self.facts(scope).env_before.get(id(stmt), {}).get(OTHER_PLATFORM)
+        return marker.because if marker is not None else None
 
     def to_target(self, call: cst.Call, scope: Scope | None, stmt: cst.CSTNode | None) -> Where | None:
         """Where `<tensor>.to(...)` puts its result; None when it keeps the device (a dtype) or says nothing known."""
@@ -113,7 +133,7 @@ class DeviceModel:
         facts = FunctionFacts()
         self._facts[key] = facts  # visible (partially) to recursive questions
         if isinstance(scope, cst.Module):
-            facts.final_env = FlowWalker(self, scope, facts).walkstatements(scope.body, {}, 0)
+            facts.final_env = FlowWalker(self, scope, facts).walk_block(scope.body, {}, 0)
         else:
             FlowWalker(self, scope, facts).walk_function()
         return facts
@@ -180,6 +200,31 @@ class DeviceModel:
 
     MAX_HOST_PARAM_ROUNDS = 3
 
+
+    def accelerator_use(self) -> str | None:
+        """The first code of this file that puts a model or data on an accelerator (`program`)."""
+        if not self._accelerator_use:
+            self._accelerator_use.append(None if self.host_code else accelerator_use(self.module))
+        return self._accelerator_use[0]
+
+    def tensor_uses(self, scope: Scope) -> dict[str, str]:
+        """The names `scope` uses as only a tensor can be used (`usage.tensor_uses`), once."""
+        found = self._tensor_uses.get(id(scope))
+        if found is None:
+            found = self._tensor_uses[id(scope)] = tensor_uses(scope)
+        return found
+
+    def runs_a_model(self, func: cst.FunctionDef) -> str | None:
+        """The first call of a model (`self.transformer(...)`) in `func`, or in any method of its
+        class (a pipeline, a runner: code that drives a model hands it tensors on its device)."""
+        cls = self.symbols.self_class(func)
+        owner = cls if cls is not None else func
+        key = id(owner)
+        if key not in self._model_calls:
+            functions = [s for s in statements(cls.body) if isinstance(s, cst.FunctionDef)] if cls is not None else [func]
+            self._model_calls[key] = next(
+                (found for f in functions if (found := runs_a_model(f, self.conventions)) is not None), None)
+        return self._model_calls[key]
 
     def forget_facts(self) -> None:
         """Drop every computed fact (after `host_params` changed: they are computed again)."""

@@ -7,6 +7,8 @@ dispatch, where a tensor the code does not place is no more a GPU tensor than no
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from synclint.devices.lattice import Env, host_tensor
@@ -51,6 +53,9 @@ def on_cpu_when(test: cst.BaseExpression, holds: bool) -> set[str]:
         if not equal and not isinstance(target.operator, cst.NotEqual):
             return set()
         text = code_text(target.comparator).strip("\"'")
+        on_cpu = text == "cpu" and equal == holds or text == "cuda" and equal != holds
+        if isinstance(left, cst.Name) and "device" in left.value.lower():
+            return {left.value} if on_cpu else set()  # `device_type == "cuda"`, `device == "cpu"`
         if not (isinstance(left, cst.Attribute) and left.attr.value == "type"):
             return set()
         owner = left.value  # `x.device` (x a tensor) or `device`
@@ -59,3 +64,74 @@ def on_cpu_when(test: cst.BaseExpression, holds: bool) -> set[str]:
         if isinstance(owner, cst.Name) and (text == "cpu" and equal == holds or text == "cuda" and equal != holds):
             return {owner.value}
     return set()
+
+
+def tensors_when(test: cst.BaseExpression, holds: bool, qualname) -> dict[str, str]:
+    """The names that `test` being `holds` proves torch tensors, each with the test's text:
+    `isinstance(x, torch.Tensor)`, `torch.is_tensor(x)` (joined by `and` when it holds, by `or`
+    when it fails). `qualname(expr)` gives an expression's qualified name through the imports."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return tensors_when(test.expression, not holds, qualname)
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) == holds:
+            return {**tensors_when(test.left, holds, qualname), **tensors_when(test.right, holds, qualname)}
+        return {}
+    if not holds or not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name):
+        return {}
+    callee = test.func.value if isinstance(test.func, cst.Name) else None
+    if callee == "isinstance" and len(test.args) == 2:
+        kinds = test.args[1].value
+        names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+        if not all((qualname(kind) or "").startswith("torch.") and (qualname(kind) or "").endswith("Tensor")
+                   for kind in names):
+            return {}
+    elif qualname(test.func) != "torch.is_tensor":
+        return {}
+    return {test.args[0].value.value: code_text(test)}
+
+
+# The key, in an environment, that marks code that runs only on another accelerator (XPU, NPU,
+# TPU/XLA, HPU, MPS, ...): its value's `because` names it. No Python name can collide with it.
+OTHER_PLATFORM = " other platform"
+_OTHER_PLATFORMS = ("xpu", "npu", "hpu", "tpu", "xla", "mps", "mlu", "neuron")
+_PLATFORM_CHECK = re.compile(r"^is_(?:torch_)?(xpu|npu|hpu|tpu|xla|mps|mlu|neuron)(?:_available)?$")
+_PLATFORM_NAME = re.compile(r"(?:^|_)(XPU|NPU|HPU|TPU|XLA|MPS|MLU|NEURON)(?:$|_)", re.IGNORECASE)
+
+
+def other_platform_when(test: cst.BaseExpression, holds: bool) -> str | None:
+    """The accelerator other than a CUDA GPU that `test` being `holds` proves the code runs on:
+    `device.type == "xpu"`, `is_npu_available()`, `current_platform.is_tpu()`,
+    `state.distributed_type == DistributedType.XLA`, `hasattr(torch, "npu")`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return other_platform_when(test.expression, not holds)
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) == holds:
+            return other_platform_when(test.left, holds) or other_platform_when(test.right, holds)
+        return None
+    if not holds:
+        return None
+    if isinstance(test, cst.Call):
+        name = test.func.attr.value if isinstance(test.func, cst.Attribute) else (
+            test.func.value if isinstance(test.func, cst.Name) else "")
+        match = _PLATFORM_CHECK.match(name)
+        if match:
+            return match.group(1).upper()
+        if name == "hasattr" and len(test.args) == 2 and isinstance(test.args[1].value, cst.SimpleString):
+            attr = test.args[1].value.evaluated_value
+            if isinstance(attr, str) and attr in _OTHER_PLATFORMS and code_text(test.args[0].value) == "torch":
+                return attr.upper()
+        return None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.Is, cst.In)):
+            return None
+        for side in (test.left, target.comparator):
+            if isinstance(side, cst.SimpleString):
+                text = side.evaluated_value if isinstance(side.evaluated_value, str) else ""
+                if text.split(":")[0] in _OTHER_PLATFORMS:
+                    return text.split(":")[0].upper()
+            elif isinstance(side, cst.Attribute):
+                match = _PLATFORM_NAME.search(side.attr.value)
+                if match and side.attr.value.isupper():  # `DistributedType.XLA`, `DeviceType.MULTI_NPU`
+                    return match.group(1).upper()
+    return None

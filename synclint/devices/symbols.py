@@ -16,7 +16,15 @@ import libcst as cst
 from synclint.devices.callers import Scope, private_call_sites
 from synclint.devices.imports import ImportTable
 from synclint.project.facts import ProjectFile
-from synclint.syntax import annotated_class, child_blocks, dotted_name, own_method, parameter, statements
+from synclint.syntax import (
+    annotated_class,
+    child_blocks,
+    dotted_name,
+    own_method,
+    parameter,
+    self_attribute_assignments,
+    statements,
+)
 from synclint.traversal import walk
 
 
@@ -35,6 +43,7 @@ class Symbols:
         self._qualnames: dict[int, tuple[cst.BaseExpression, str | None]] = {}
         self._callees: dict[int, tuple[cst.BaseExpression, str | None]] = {}
         self._builds_module: dict[int, bool] = {}  # id(function) -> whether it runs only to build an nn.Module
+        self._holds: dict[int, bool] = {}  # id(class) -> whether it keeps layers or parameters in `self`
         self._private_calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] | None = None
         self._index(module.body, None, None)
 
@@ -232,7 +241,10 @@ class Symbols:
         return result
 
     def is_module_class(self, cls: cst.ClassDef | None) -> bool:
-        """Whether `cls` is a torch.nn.Module (by its bases, followed within the module)."""
+        """Whether `cls` is a torch.nn.Module: by its bases, followed within the module, or, where a
+        base is defined elsewhere (`ModelMixin`, `PreTrainedModel`), by what only a module does:
+        keeping layers or parameters in `self` (`self.proj = nn.Linear(...)`, `nn.Parameter`),
+        registering buffers."""
         seen = 0
         while cls is not None and seen < 10:
             seen += 1
@@ -242,8 +254,23 @@ class Symbols:
                 if qual.endswith("Module"):
                     return True
                 nxt = self.classes.get(dotted_name(base.value) or "") or nxt
+            if nxt is None and cls.bases and self._holds_modules(cls):
+                return True
             cls = nxt
         return False
+
+    def _holds_modules(self, cls: cst.ClassDef) -> bool:
+        known = self._holds.get(id(cls))
+        if known is None:
+            known = self._holds[id(cls)] = registers_buffers(cls) or any(
+                isinstance(value, cst.Call) and _is_module_constructor(self.qualname(value.func) or "")
+                for values in self_attribute_assignments(cls).values() for value in values)
+        return known
+
+
+def _is_module_constructor(qual: str) -> bool:
+    """`torch.nn.Linear`, `torch.nn.ModuleList`, `torch.nn.Parameter`: what only a module keeps."""
+    return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper() and not qual.startswith("torch.nn.functional.")
 
 
 def registers_buffers(cls: cst.ClassDef) -> bool:

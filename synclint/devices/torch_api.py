@@ -54,3 +54,66 @@ BOOL_RESULTS = frozenset(
 # Calls that build a host tensor from Python or numpy data. A copy of their result to the
 # device is SYNC103's (host-data-to-device); SYNC102 leaves those chains alone.
 HOST_DATA_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy"})
+
+# ---- nn.Module ------------------------------------------------------------------------------
+
+# Containers of layers: an attribute of one, called, is a layer called (`self.transformer.wte(idx)`).
+MODULE_CONTAINERS = frozenset("ModuleDict ModuleList Sequential".split())
+# Classes under these prefixes are nn.Modules (`torch.nn.Linear`, `DistributedDataParallel`, FSDP).
+MODULE_CLASS_PREFIXES = ("torch.nn.", "torch.distributed.fsdp.")
+# Methods whose receiver must be looked at before anything is assumed: on a module they move or
+# cast the module itself rather than a tensor.
+MODULE_METHODS = frozenset("cuda cpu to type".split())
+# Methods of an nn.Module that return the module itself.
+MODULE_RETURNING_METHODS = frozenset(
+    "half float double bfloat16 train eval requires_grad_ type share_memory apply cpu to_empty".split()
+)
+# Every method of torch.nn.Module: called on a module, none of them runs it.
+MODULE_METHOD_NAMES = frozenset(
+    "add_module apply bfloat16 buffers children compile cpu cuda double eval extra_repr float get_buffer "
+    "get_extra_state get_parameter get_submodule half ipu load_state_dict modules mtia named_buffers named_children "
+    "named_modules named_parameters parameters register_backward_hook register_buffer register_forward_hook "
+    "register_forward_pre_hook register_full_backward_hook register_full_backward_pre_hook register_module "
+    "register_parameter requires_grad_ set_extra_state share_memory state_dict to to_empty train type xpu zero_grad "
+    # and of the containers (ModuleDict, ModuleList, ParameterDict, Sequential)
+    "keys values items get pop update clear append extend insert".split()
+)
+# Methods of an nn.Module (or of a model class) that run it and return its output.
+MODULE_OUTPUT_METHODS = frozenset("forward generate __call__".split())
+# Attributes of an nn.Module that are its tensors.
+MODULE_TENSOR_ATTRIBUTES = frozenset("weight bias".split())
+# Fields of a model's output object that hold its tensors (`outputs.loss`, `unet(...).sample`).
+OUTPUT_FIELDS = frozenset(
+    "loss logits last_hidden_state hidden_states pooler_output attentions sample prev_sample "
+    "pred_original_sample image_embeds text_embeds".split()
+)
+
+# ---- torch functions that return tensors ------------------------------------------------------
+
+# Top-level torch functions that return no tensor (or return what they are given).
+NON_TENSOR_FUNCTIONS = frozenset(
+    "no_grad enable_grad inference_mode set_grad_enabled manual_seed seed initial_seed save load compile "
+    "autocast set_printoptions set_num_threads get_num_threads set_default_dtype set_default_device "
+    "use_deterministic_algorithms typename device dtype broadcast_shapes set_float32_matmul_precision "
+    "get_float32_matmul_precision vmap cond".split()
+)
+# Namespaces of torch whose functions compute tensors.
+TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+
+
+def returns_a_tensor(qual: str) -> bool:
+    """Whether a torch function computes a tensor (`torch.softmax`, `F.cross_entropy`,
+    `torch.nn.utils.clip_grad_norm_`), not a context, a setting or an object."""
+    short = qual.rsplit(".", 1)[-1]
+    if not short[:1].islower() or short.startswith(("is_", "has_", "get_", "set_")):
+        return False
+    if qual.count(".") == 1:
+        return short not in NON_TENSOR_FUNCTIONS
+    return qual.startswith(TENSOR_NAMESPACES) or qual == "torch.nn.utils.clip_grad_norm_"
+
+# Calls that return their tensor argument, or one like it on the same device: collectives of the
+# distributed helpers of training libraries (`accelerator.gather(t)`, `gather_for_metrics`,
+# `reduce`), and loss scaling (`scaler.scale(loss)`). Whatever their receiver, by their name.
+SAME_PLACE_CALLS = frozenset(
+    "gather all_gather gather_for_metrics reduce pad_across_processes broadcast scale all_reduce_mean all_reduce".split()
+)

@@ -52,3 +52,72 @@ def host_uses(func: cst.FunctionDef) -> dict[str, str]:
 
     walk(func, Finder())
     return uses
+
+
+# Methods and attributes that only a torch tensor has: numpy arrays, Python values and nn.Modules
+# have none of them (`.float()`, `.to()`, `.cuda()` are left out: modules have them too).
+TENSOR_ONLY_METHODS = frozenset(
+    "backward detach detach_ numel nelement element_size unsqueeze unsqueeze_ permute contiguous masked_fill "
+    "masked_fill_ view_as type_as expand_as clone retain_grad long int bool dim new_zeros new_ones "
+    "new_empty new_full new_tensor masked_select index_select exp_ log_softmax expand "
+    "repeat_interleave scatter_ index_add_ index_fill_ narrow unflatten".split()
+)
+TENSOR_ONLY_ATTRIBUTES = frozenset("grad is_cuda is_leaf grad_fn".split())
+
+
+def tensor_uses(scope: cst.Module | cst.FunctionDef) -> dict[str, str]:
+    """Names that `scope`'s own code uses as only a torch tensor can be used: `loss.backward()`,
+    `x.detach()`, `p.grad`, `x.size(0)`, `accelerator.backward(loss)`; each with the first such use.
+    (numpy shares `.item()`, `.tolist()`, `.sum()`, `.any()`: those say nothing.)"""
+    uses: dict[str, str] = {}
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is scope
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if not isinstance(func, cst.Attribute):
+                return
+            if func.attr.value == "backward" and node.args:
+                if isinstance(node.args[0].value, cst.Name):  # `accelerator.backward(loss)`, `fabric.backward(loss)`
+                    uses.setdefault(node.args[0].value.value, code_text(node))
+            elif isinstance(func.value, cst.Name) and func.attr.value in TENSOR_ONLY_METHODS and (
+                    func.value.value not in ("self", "cls")):
+                uses.setdefault(func.value.value, code_text(node))
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if isinstance(node.value, cst.Name) and node.attr.value in TENSOR_ONLY_ATTRIBUTES and (
+                    node.value.value not in ("self", "cls")):
+                uses.setdefault(node.value.value, code_text(node))
+
+    walk(scope, Finder())
+    return uses
+
+
+def runs_a_model(func: cst.FunctionDef, conventions) -> str | None:
+    """The first call in `func`'s own code of something named as a model or a layer
+    (`self.transformer(...)`, `model(x)`, `self.unet(...)`): code that runs a model hands it
+    tensors on the model's device. None when it calls none."""
+    found: list[str] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is func
+
+        def visit_Call(self, node: cst.Call) -> bool:
+            callee = node.func
+            if isinstance(callee, cst.Attribute) and callee.attr.value in ("forward", "generate"):
+                callee = callee.value  # `self.model.forward(batch)`, `model.generate(ids)`
+            name = callee.attr.value if isinstance(callee, cst.Attribute) and isinstance(callee.value, cst.Name) and (
+                callee.value.value == "self") else callee.value if isinstance(callee, cst.Name) else None
+            by_name = conventions.classify(name) if name else None
+            if by_name is not None and by_name.is_module and not found:
+                found.append(code_text(node.func) + "(...)")
+            return not found
+
+    walk(func, Finder())
+    return found[0] if found else None

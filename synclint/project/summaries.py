@@ -262,9 +262,11 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
         code = ctx.module.code_for_node(report.node)
         scope = report.site.scope
         once = None
-        if isinstance(scope, cst.FunctionDef) and not is_property(scope):
-            # (A property that caches in `self` still syncs once per object: per step for metadata.)
-            once = _memoizing_guard(ctx.module, scope, report.node, _is_dataclass(ctx.devices.symbols.class_of(scope)))
+        cls = ctx.devices.symbols.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
+        # A property that caches in `self` still syncs once per object: per step for metadata
+        # objects; an nn.Module lives as long as the model, so its cached property syncs once.
+        if isinstance(scope, cst.FunctionDef) and (not is_property(scope) or ctx.devices.symbols.is_module_class(cls)):
+            once = _memoizing_guard(ctx.module, scope, report.node, _is_dataclass(cls))
         # A sync that fills a cache runs the first time only: no per-step cost to callers.
         confidence = Confidence.LOW if once is not None else report.confidence
         if func.sync is not None and (func.sync.confidence, -func.sync.row) >= (confidence, -row):
