@@ -11,6 +11,20 @@ from synclint.patterns import BoolTensors, bool_operands, one_line, tensor_phras
 from synclint.rule import Invalid, Rule, Valid
 from synclint.syntax import keyword_arg, may_be_true, method_call, parameter
 
+# Functions that write tensors to a file, copying GPU tensors to the host first.
+SAVE_CALLS = frozenset({"torch.save", "safetensors.torch.save_file", "safetensors.torch.save"})
+# Loggers' methods that take metric values (wandb, TensorBoard, accelerate's and other trackers).
+LOGGING_CALLS = frozenset("log log_dict log_metrics add_scalar add_scalars".split())
+# torchmetrics' aggregation metrics, whose `update` checks its input for NaN on the host.
+AGGREGATION_METRICS = frozenset(
+    "MeanMetric SumMetric MaxMetric MinMetric CatMetric RunningMean RunningSum".split()
+)
+# What GradScaler's methods read from the GPU with `.item()`.
+SCALER_READS = {
+    "step": "reads whether the gradients overflowed (found_inf) on the host",
+    "get_scale": "reads its scale tensor with .item()",
+    "state_dict": "reads its scale and growth tracker with .item()",
+}
 # Builtins that turn a tensor into a Python number (`bool(t)` is SYNC101's).
 NUMBER_BUILTINS = ("int", "float", "complex")
 # Builtins that format a tensor's values as text.
@@ -228,7 +242,9 @@ class HostRead(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Name):
+        if node.args and self.qualname(func) in SAVE_CALLS:
+            self._check_save(node, node.args[0].value)
+        elif isinstance(func, cst.Name):
             self._check_builtin(node, func.value)
         elif isinstance(func, cst.Attribute):
             qual = self.qualname(func)
@@ -248,8 +264,68 @@ class HostRead(Rule):
             elif qual is None and func.attr.value in SIZE_METHODS:
                 sizes = _size_arguments(node, first_only=func.attr.value in SIZE_FIRST_ONLY)
                 self._check_host_numbers(node, sizes, "a size")
+            elif qual is None and func.attr.value in LOGGING_CALLS:
+                self._check_logged(node)
             elif qual is None:
                 self._check_method(node, func)
+
+    def _is_aggregation_metric(self, receiver: cst.BaseExpression) -> bool:
+        """Whether `receiver` was made by a torchmetrics aggregation metric (`MeanMetric()`, `RunningMean(...)`,
+        through `.to(device)` and the like), in this scope or in `self`."""
+        made: list[cst.BaseExpression | None] = []
+        if isinstance(receiver, cst.Name):
+            made = self.assignments().get(receiver.value, [])
+        elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+            cls = self.self_class()
+            made = list(self.attribute_assignments(cls).get(receiver.attr.value, [])) if cls is not None else []
+        for value in made:
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+                value = value.func.value  # `RunningMean(...).to(device)`
+            qual = self.qualname(value.func) if isinstance(value, cst.Call) else None
+            if qual is not None and qual.startswith("torchmetrics.") and qual.rsplit(".", 1)[-1] in AGGREGATION_METRICS:
+                return True
+        return False
+
+    def _check_logged(self, call: cst.Call) -> None:
+        """`accelerator.log({"loss": loss})`, `writer.add_scalar("loss", loss)`, `fabric.log_dict(m)`:
+        a logger turns the GPU tensors it is given into Python numbers."""
+        for arg in call.args:
+            where = self._gpu_data_in(arg.value)
+            if where is not None:
+                self._report(call, where, "logs a GPU tensor, which the logger reads as a Python number")
+                return
+
+    def _check_save(self, call: cst.Call, saved: cst.BaseExpression) -> None:
+        """`torch.save(checkpoint, path)` of GPU tensors copies each to the host. A checkpoint
+        saved in a loop or by a saving routine (every N steps) costs during training; one saved
+        by a script's top level, after training, does not."""
+        where = self._gpu_data_in(saved)
+        if where is None:
+            return
+        context = self.context()
+        if context in ("init", "test") or (self.function is None and context != "loop"):
+            where = where.weaker(Confidence.LOW)
+        self._report(call, where, "copies the GPU tensors it saves to the host")
+
+    def _gpu_data_in(self, value: cst.BaseExpression, depth: int = 0) -> Where | None:
+        """Where `value` holds GPU data: a GPU tensor, an nn.Module, a module's `state_dict()`, or a
+        dict or list (built here) holding one."""
+        if isinstance(value, cst.Name) and depth < 2:
+            bound = [v for v in self.assignments().get(value.value, []) if isinstance(v, (cst.Dict, cst.List, cst.Tuple))]
+            if bound:
+                # `metrics = {...}` (in each branch that logs): what any of them holds
+                return next((w for v in bound if (w := self._gpu_data_in(v, depth + 1)) is not None), None)
+        if isinstance(value, cst.Dict) and depth < 3:
+            return next((w for e in value.elements if isinstance(e, cst.DictElement)
+                         and (w := self._gpu_data_in(e.value, depth + 1)) is not None), None)
+        if isinstance(value, (cst.List, cst.Tuple)) and depth < 3:
+            return next((w for e in value.elements if (w := self._gpu_data_in(e.value, depth + 1)) is not None), None)
+        receiver = method_call(value, "state_dict")
+        where = self.where(receiver.value if receiver is not None else value)
+        if where.is_module:
+            placed = Confidence.MEDIUM if where.confidence is Confidence.HIGH else Confidence.LOW
+            return Where(Place.DEVICE, placed, f"the tensors of {where.because}")
+        return where if where.on_device else None
 
     def _check_builtin(self, call: cst.Call, name: str) -> None:
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
@@ -297,10 +373,16 @@ class HostRead(Rule):
             source = self.where(call.args[0].value)
             if self.where(receiver).place is Place.HOST_TENSOR and source.on_device and source.confidence >= Confidence.HIGH:
                 self._report(call, source, "is a blocking copy into host memory")
-        elif method == "get_scale" and not call.args and "scaler" in self.code_of(receiver).lower():
-            # torch.amp.GradScaler.get_scale() returns `self._scale.item()`.
-            where = Where(Place.DEVICE, Confidence.MEDIUM, "GradScaler.get_scale() reads its scale tensor with .item()")
-            self._report(call, where, "reads the loss scale to the host")
+        elif method == "update" and call.args and self._is_aggregation_metric(receiver):
+            # torchmetrics' aggregation metrics check each value for NaN on the host
+            # (`nan_strategy`, "warn" by default): `if torch.isnan(x).any(): ...`.
+            self._report_operand(call, call.args[0].value, "checks the value for NaN on the host (a torchmetrics "
+                                                             "aggregation metric)")
+        elif method in SCALER_READS and "scaler" in self.code_of(receiver).lower():
+            # torch.amp.GradScaler reads its device state on the host: the scale (`get_scale`,
+            # `state_dict`) and whether gradients overflowed (`step`).
+            where = Where(Place.DEVICE, Confidence.MEDIUM, f"GradScaler.{method}() {SCALER_READS[method]}")
+            self._report(call, where, "reads the scaler's state on the GPU")
         elif method == "format" and isinstance(receiver, (cst.SimpleString, cst.ConcatenatedString)):
             for arg in call.args:
                 where = self.where(arg.value)

@@ -90,7 +90,7 @@ class Evaluator:
 
     _eval_Integer = _eval_Float = _eval_Imaginary = _host
     _eval_SimpleString = _eval_ConcatenatedString = _eval_FormattedString = _host
-    _eval_Set = _eval_Dict = _host
+    _eval_Set = _host
 
     def _eval_Tuple(self, expr: cst.Tuple | cst.List) -> Where:
         if not expr.elements or any(isinstance(e, cst.StarredElement) for e in expr.elements):
@@ -101,6 +101,14 @@ class Evaluator:
 
     _eval_List = _eval_Tuple
     _eval_SetComp = _eval_DictComp = _eval_Lambda = _host
+
+    def _eval_Dict(self, expr: cst.Dict) -> Where:
+        """A dict display: a host value whose values, when all are tensors, say where its items are
+        (`counts = {"raw": torch.tensor(0, device=d)}`, then `counts[key]`)."""
+        values = [self.eval(e.value) for e in expr.elements if isinstance(e, cst.DictElement)]
+        tensors = [w for w in values if w.is_tensor]
+        return Where(Place.HOST, Confidence.HIGH, mapping=True,
+                     element=join_all(tensors) if tensors and len(tensors) == len(expr.elements) else None)
 
     def within(self, comprehension: cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp) -> "Evaluator":
         """An evaluator for the inside of a comprehension: each `for` target bound to the elements
@@ -157,8 +165,9 @@ class Evaluator:
             by_name = self.model.conventions.classify(name)
             if by_name is not None and by_name.is_module:
                 return by_name  # `model = build(cfg)`: what the code gives is unknown, its name says a model
-        if self.model.conventions.is_batch(name):
+        if known is not None and self.model.conventions.is_batch(name):
             # `for batch in loader:`, `batch = next(it)`: a dict or tuple of a data loader's tensors
+            # (a parameter named `batch` is as often a host-side batch object)
             return Where(Place.HOST, Confidence.HIGH, element=self.model_tensor(f"{name} is a batch of a data loader"))
         use = self.model.tensor_uses(self.scope).get(name) if self.scope is not None else None
         if use is not None:
@@ -183,18 +192,15 @@ class Evaluator:
                 known = self.model.class_attrs(cls).get(attr)
                 if known is not None:
                     return known
-        by_name = classify_buffer_field(attr) or self.model.conventions.classify(attr)
-        if by_name is not None:
-            return by_name
         if not is_self:
             owner = self.eval(expr.value)
             if owner.is_module:
                 if attr in MODULE_TENSOR_ATTRIBUTES:
                     return device(f"{code_text(expr)} is a module's parameter", Confidence.MEDIUM)
-                return owner  # a submodule, or a method to call (`_module_method` knows which)
+                return owner  # a submodule (where its module is), or a method to call (`_module_method` knows which)
             if owner.on_device and attr in OUTPUT_FIELDS:
                 return owner  # `outputs.loss`: a field of a model's output
-        return UNKNOWN
+        return classify_buffer_field(attr) or self.model.conventions.classify(attr) or UNKNOWN
 
     # compound expressions ----------------------------------------------------------
 
@@ -276,6 +282,11 @@ class Evaluator:
         if target is not None:
             returned = self.model.returns_of(target)
             if returned.on_device and returned.because:
+                # (Only where its body computes the tensor: a `-> torch.Tensor` alone is as unsure as before.)
+                computed = any(w.place is not Place.UNKNOWN for w in self.model.facts(target).returns)
+                given = self._given_gpu_tensor(call) if returned.confidence is Confidence.LOW and computed else None
+                if given is not None:
+                    return device(f"returned by {target.name.value}() from GPU tensors ({given.because})", Confidence.MEDIUM)
                 return Where(returned.place, returned.confidence, f"returned by {target.name.value}(): {returned.because}")
             return returned
         if isinstance(func, cst.Name) and func.value in self.symbols.classes:
@@ -339,13 +350,17 @@ class Evaluator:
         if returned.on_device and returned.because:
             where = f"{fact.qualname.rsplit('.', 1)[-1]}() ({fact.path}:{fact.row})"
             if returned.confidence is Confidence.LOW:
-                # A tensor of unknown device computed from its arguments: where they are, given GPU tensors.
-                given = next((w for a in call.args if (w := self.eval(a.value)).on_device
-                              and w.confidence >= Confidence.MEDIUM), None)
+                given = self._given_gpu_tensor(call)
                 if given is not None:
                     return device(f"returned by {where} from GPU tensors ({given.because})", Confidence.MEDIUM)
             return Where(returned.place, returned.confidence, f"returned by {where}: {returned.because}")
         return returned
+
+    def _given_gpu_tensor(self, call: cst.Call) -> Where | None:
+        """The first argument of `call` that is a tensor likely on the GPU: a helper whose result is a
+        tensor of unknown device computed from its arguments returns it where they are."""
+        return next((w for a in call.args if (w := self.eval(a.value)).on_device and w.confidence >= Confidence.MEDIUM),
+                    None)
 
     def _eval_qualified_call(self, qual: str, call: cst.Call) -> Where | None:
         short = qual.rsplit(".", 1)[-1]
@@ -582,8 +597,13 @@ class Evaluator:
         return UNKNOWN
 
     def positions_of(self, iterable: cst.BaseExpression) -> list[Where] | None:
-        """Where each position of the tuples that `enumerate(...)` or `zip(...)` yields lives."""
-        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)):
+        """Where each position of the tuples that `enumerate(...)`, `zip(...)` or `d.items()` yields lives."""
+        if not isinstance(iterable, cst.Call):
+            return None
+        if isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value == "items" and not iterable.args:
+            owner = self.eval(iterable.func.value)  # `for key, value in d.items()`
+            return [HOST, owner.element] if owner.mapping and owner.element is not None else None
+        if not isinstance(iterable.func, cst.Name):
             return None
         positional = [a.value for a in iterable.args if a.keyword is None and not a.star]
         if iterable.func.value == "enumerate" and len(positional) >= 1:
@@ -606,6 +626,8 @@ class Evaluator:
         where = self.eval(iterable)
         if where.is_tensor or where.is_module:
             return where  # a tensor's rows; a ModuleList's modules
+        if where.mapping:
+            return HOST  # a dict's keys
         if where.element is not None:
             return where.element
         return UNKNOWN if where.place is Place.UNKNOWN else HOST
@@ -631,7 +653,9 @@ class Evaluator:
                 kinds = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
                 inner = kinds[-1] if head.split(".")[-1] in ("dict", "Dict", "Mapping") and kinds else kinds[0] if kinds else None
                 element = self.from_annotation(inner, name) if inner is not None else None
-                return Where(Place.HOST, Confidence.HIGH, element=element) if element is not None and element.is_tensor else HOST
+                mapping = head.split(".")[-1] in ("dict", "Dict", "Mapping")
+                return Where(Place.HOST, Confidence.HIGH, element=element, mapping=mapping) if (
+                    element is not None and element.is_tensor) else HOST
             return None
         qual = self.symbols.qualname(annotation) or dotted_name(annotation) or ""
         last = qual.split(".")[-1]

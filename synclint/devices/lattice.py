@@ -35,6 +35,7 @@ class Where:
     # where the elements appended to a list live (`parts.append(t)` before `torch.cat(parts)`).
     items: tuple["Where", ...] | None = None
     element: "Where | None" = None
+    mapping: bool = False  # a dict: `element` is where its values live; iterating it gives its keys
 
     @property
     def on_device(self) -> bool:
@@ -53,7 +54,7 @@ class Where:
         return self.place is Place.MODULE
 
     def weaker(self, cap: Confidence) -> "Where":
-        return Where(self.place, min(self.confidence, cap), self.because, self.is_none, self.items, self.element)
+        return replace(self, confidence=min(self.confidence, cap))
 
     def item(self, position: int) -> "Where | None":
         """Where position `position` of this tuple lives, when it was built where we can see it."""

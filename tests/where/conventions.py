@@ -16,7 +16,7 @@ def named(ids_cpu, positions_np, tokens_gpu, is_cuda, use_gpu, host_buffer, batc
     buf.cpu  # where: host-tensor high (a .cpu buffer)
     buf.np  # where: host high
     batch.block_table_gpu  # where: device medium
-    batch  # where: host high
+    batch  # where: unknown
 
 
 def annotated(query_start_loc_cpu: torch.Tensor, seq_lens: torch.Tensor):

@@ -25,13 +25,18 @@ def train(loader, steps: int):
         model.parameters()  # where: device high (moved by .to(device))
 
 
-def evaluate(net, batch):
+def evaluate(net, loader):
     net  # where: module low (net is a model by its name)
-    logits = net(batch["input_ids"])  # where: device medium (net(...) is a module's output, in a file that puts)
-    batch["input_ids"]  # where: device medium (batch is a batch of a data loader)
-    outputs = net(**batch)
-    outputs.loss  # where: device medium
+    for batch in loader:
+        logits = net(batch["input_ids"])  # where: device medium (net(...) is a module's output, in a file that puts)
+        batch["input_ids"]  # where: device medium (batch is a batch of a data loader)
+        outputs = net(**batch)
+        outputs.loss  # where: device medium
     return logits
+
+
+def collate(batch):
+    batch  # where: unknown
 
 
 def accumulate(total, step_loss):
