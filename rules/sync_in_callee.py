@@ -86,10 +86,12 @@ class SyncInCallee(Rule):
     called function down to the sync: `_prepare -> _max_penalty: `self.penalties.max().item()`
     at sampler.py:9`.
 
-    Confidence: high when the sync is on a value proven to be on the device (a buffer made
-    with `device=`, `.cuda()`, ...); low, and hidden by default, when it is on a tensor of
-    unknown device, such as a helper's parameter annotated `torch.Tensor`, since callers
-    often pass host tensors there (`--min-confidence low` shows them).
+    Confidence: high when the sync is in another file and on a value proven to be on the
+    device (a buffer made with `device=`, `.cuda()`, ...). Low, and hidden by default
+    (`--min-confidence low` shows them), when it is on a tensor of unknown device, such as a
+    helper's parameter annotated `torch.Tensor`, since callers often pass host tensors there;
+    and when the sync is in the same file, where it is reported itself, so that the call adds
+    how often it runs, not where.
 
     Calls are resolved without running the code: module-level functions (local or
     imported from the same top-level package, relative imports included), `self.m()`
@@ -132,8 +134,8 @@ class SyncInCallee(Rule):
         Valid(HELPER_IN_LOOP, config={"project-analysis": False}),
     ]
     INVALID = [
-        Invalid(HELPER_IN_LOOP, count=1, confidence=Confidence.HIGH),
-        Invalid(CHAIN_FROM_STEP, count=1, confidence=Confidence.HIGH),
+        Invalid(HELPER_IN_LOOP, count=1, confidence=Confidence.LOW, min_confidence=Confidence.LOW),
+        Invalid(CHAIN_FROM_STEP, count=1, confidence=Confidence.LOW, min_confidence=Confidence.LOW),
     ]
 
     def __init__(self, ctx) -> None:
@@ -172,4 +174,8 @@ class SyncInCallee(Rule):
             # calls were host tensors or branches the arguments rule out. Only a sync on a value
             # proven on the device travels at its confidence; the others are low (hidden by default).
             confidence = Confidence.HIGH if fact.chain.confidence is Confidence.HIGH else Confidence.LOW
+            if fact.chain.site.path == self.ctx.relpath:
+                # The wait is reported where it happens, in this file: the call adds how often, not where.
+                confidence = Confidence.LOW
+                because += "; that line is reported itself, in this file"
             self.report_at(site, node, message, confidence=confidence, because=because)

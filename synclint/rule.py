@@ -49,6 +49,7 @@ class Invalid:
     filename: str = "example.py"
     count: int | None = None  # how many findings, when it matters
     confidence: Confidence | None = None  # the confidence of the first finding, when it matters
+    min_confidence: Confidence | None = None  # checked at this confidence (a finding hidden by default)
 
 
 @dataclass(frozen=True)
@@ -343,6 +344,10 @@ class Rule:
             # The host waits there too, but not for a CUDA GPU: not what a default run is for.
             confidence = Confidence.LOW
             because = f"{accelerator} code, not CUDA" + (f"; {because}" if because else "")
+        elif site.context == "init" and confidence > Confidence.LOW and self.syncs:
+            # Set-up code (`__init__`, `load_weights`, `setup`) runs once, not per step.
+            confidence = Confidence.LOW
+            because = (f"{because}; " if because else "") + "in set-up code, which runs once"
         self.ctx.reports.append((self, Report(node, message, confidence, because, fix, site)))
 
     def finish(self) -> None:

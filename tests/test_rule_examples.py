@@ -40,7 +40,7 @@ def test_valid_example_has_no_finding(rule, example):
 
 @pytest.mark.parametrize("rule, example", INVALID)
 def test_invalid_example_is_found(rule, example):
-    findings = check_snippet(rule, example.code, example.config, example.filename)
+    findings = check_snippet(rule, example.code, example.config, example.filename, example.min_confidence)
     assert findings, f"{rule.code} found nothing in:\n{example.code}"
     assert all(f.code == rule.code for f in findings)
     if example.count is not None:
@@ -94,7 +94,7 @@ def _sections(rule) -> dict[str, str]:
 def _write_snapshot(rule) -> None:
     parts = []
     for i, example in enumerate(rule.INVALID):
-        findings = check_snippet(rule, example.code, example.config, example.filename)
+        findings = check_snippet(rule, example.code, example.config, example.filename, example.min_confidence)
         parts.append(f"## invalid {i}\n{_snapshot_of(findings)}\n")
     SNAPSHOTS.mkdir(exist_ok=True)
     (SNAPSHOTS / f"{rule.code}.txt").write_text("\n".join(parts), encoding="utf-8")
@@ -105,7 +105,7 @@ def test_invalid_example_reports_what_its_snapshot_says(rule, example):
     if UPDATE:
         _write_snapshot(rule)
     index = rule.INVALID.index(example)
-    findings = check_snippet(rule, example.code, example.config, example.filename)
+    findings = check_snippet(rule, example.code, example.config, example.filename, example.min_confidence)
     expected = _sections(rule).get(f"invalid {index}")
     assert expected is not None, f"no snapshot for {rule.code} invalid {index}: run with SYNCLINT_UPDATE_SNAPSHOTS=1"
     assert _snapshot_of(findings) == expected

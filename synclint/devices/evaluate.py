@@ -544,6 +544,11 @@ class Evaluator:
             text = arg.evaluated_value if isinstance(arg.evaluated_value, str) else ""
             if text.startswith("cpu") or text == "meta":
                 return host_tensor(f"device {text!r}")
+            kind = text.split(":", 1)[0]
+            if kind and kind != "cuda" and kind.isidentifier():
+                # `"xpu"`, `"npu:0"`, `"mps"`, `"musa"`: a device, but another accelerator's, where the
+                # host waits for it and not for a CUDA GPU (ROCm GPUs are "cuda" to torch)
+                return Where(Place.DEVICE, Confidence.LOW, f"device {text!r}, not a CUDA GPU")
             return device(f"device {text!r}")
         if isinstance(arg, cst.Integer):
             return device(f"device {arg.value}")
