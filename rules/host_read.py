@@ -302,6 +302,10 @@ class HostRead(Rule):
         where = self._gpu_data_in(saved)
         if where is None:
             return
+        if where.confidence < Confidence.HIGH and not (where.because or "").startswith("the tensors of"):
+            # Serialization helpers take tensors of any device: only a model's state, or a tensor
+            # proven on the GPU, says the save copies from it.
+            where = where.weaker(Confidence.LOW)
         context = self.context()
         if context in ("init", "test") or (self.function is None and context != "loop"):
             where = where.weaker(Confidence.LOW)

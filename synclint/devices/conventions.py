@@ -64,12 +64,13 @@ class NameConventions:
 # Names that read as a yes/no question (`is_cuda`, `_use_gpu`, `has_cuda`, `on_gpu`): flags.
 # Names of actions, not of things (`load_model`, `uses_draft_model`, `get_encoder`).
 VERB_NAME = re.compile(r"_*(?:load|get|build|init|create|capture|uses?|set|save|compile|make|wrap|unwrap|prepare|setup|"
-                        r"is|has|to|from|reset|register|add|remove|update|run|apply|freeze|unfreeze)_")
+                       r"is|has|to|from|reset|register|add|remove|update|run|apply|freeze|unfreeze|should|can|check|"
+                       r"find|try|skip|maybe|needs?|convert|replace|patch|merge|split|filter|process|validate)_")
 
 
 # Counts and modes are no tensors either (`multi_gpu`, `num_gpus`, `n_gpu`, `single_gpu`).
 _FLAG_NAME = re.compile(r"_*(?:is|has|have|use|uses|using|can|should|enable|enabled|supports?|allow|on|run_on|needs?"
-                        r"|multi|num|n|single|no|all|world|local|total)_")
+                        r"|multi|n|single|no)_")
 
 
 @functools.lru_cache(maxsize=None)

@@ -95,7 +95,8 @@ def join(a: Where, b: Where) -> Where:
         return known.weaker(Confidence.MEDIUM)
     if Place.DEVICE in (a.place, b.place):
         dev = a if a.on_device else b
-        return Where(Place.DEVICE, Confidence.MEDIUM, (dev.because or "") + " on one path" if dev.because else None)
+        return Where(Place.DEVICE, min(dev.confidence, Confidence.MEDIUM),
+                     (dev.because or "") + " on one path" if dev.because else None)
     return host_tensor() if Place.HOST_TENSOR in (a.place, b.place) else HOST
 
 

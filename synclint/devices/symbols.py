@@ -193,7 +193,7 @@ class Symbols:
         if (
             isinstance(func_expr, cst.Attribute)
             and isinstance(func_expr.value, cst.Name)
-            and func_expr.value.value == "self"
+            and func_expr.value.value in ("self", "cls")
             and isinstance(scope, cst.FunctionDef)
         ):
             cls = self.class_of(scope)

@@ -359,7 +359,8 @@ def _add_returns(devices: DeviceModel, recorder: CallRecorder, summary: ModuleSu
         if not returned:
             continue
         where = devices.returns_of(func)
-        if where.is_tensor and where.confidence >= Confidence.MEDIUM:
+        # A tensor of unknown device (low) too: a caller that passes GPU tensors learns more of it.
+        if where.is_tensor:
             summary.functions[qual].returns = where
         elif where.place is Place.UNKNOWN and all(callee is not None for callee in returned):
             summary.functions[qual].returns_calls = tuple(dict.fromkeys(c for c in returned if c))
