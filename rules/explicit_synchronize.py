@@ -109,6 +109,11 @@ class ExplicitSynchronize(Rule):
             "        out = pooled.to('cpu')\n        self._sync_device()\n        return out\n",
             count=2,
         ),
+        Invalid(  # another accelerator's branch is low (hidden by default); the CUDA one beside it is not
+            "import torch\n\ndef wait(x: torch.Tensor):\n    if x.device.type == 'xpu':\n        torch.xpu.synchronize()\n"
+            "    else:\n        torch.cuda.synchronize()\n",
+            count=1, confidence=Confidence.HIGH,
+        ),
     ]
 
     def __init__(self, ctx) -> None:

@@ -14,6 +14,7 @@ from synclint.syntax import keyword_arg, may_be_true, method_call, parameter
 # Functions that write tensors to a file, copying GPU tensors to the host first.
 SAVE_CALLS = frozenset({"torch.save", "safetensors.torch.save_file", "safetensors.torch.save"})
 # Loggers' methods that take metric values (wandb, TensorBoard, accelerate's and other trackers).
+MODULE_TENSORS = "the tensors of nn.Module"  # how a module's state is explained
 LOGGING_CALLS = frozenset("log log_dict log_metrics add_scalar add_scalars".split())
 # torchmetrics' aggregation metrics, whose `update` checks its input for NaN on the host.
 AGGREGATION_METRICS = frozenset(
@@ -40,6 +41,101 @@ SIZE_METHODS = frozenset("repeat view reshape expand narrow new_zeros new_ones n
 SIZED_FACTORIES = frozenset("torch.zeros torch.ones torch.empty torch.full torch.rand torch.randn".split())
 # Of these, the ones whose later arguments are not sizes (`full(size, fill_value)`).
 SIZE_FIRST_ONLY = frozenset(("new_full", "torch.full"))
+
+
+# Everyday training code: the module's output is a GPU tensor once the model is on the GPU.
+TRAINING_LOOP = """\
+import torch
+from torch import nn
+
+model = nn.Linear(4, 1).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def train(loader):
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        print(f"loss {loss.item():.3f}")
+"""
+LOGGED_EVERY_100_STEPS = """\
+import torch
+
+
+def train(model, loader, optimizer):
+    model.cuda()
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            print(step, loss.item())
+"""
+AMP_STEP = """\
+import torch
+
+
+def train(model, loader, optimizer):
+    scaler = torch.amp.GradScaler()
+    for x in loader:
+        with torch.autocast("cuda"):
+            loss = model(x)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+"""
+CHECKPOINT_EVERY_STEP = """\
+import torch
+
+
+def train(model, loader, optimizer):
+    model.to("cuda")
+    for step, x in enumerate(loader):
+        model(x).sum().backward()
+        optimizer.step()
+        torch.save(model.state_dict(), f"ckpt-{step}.pt")
+"""
+TENSORBOARD = """\
+import torch
+from torch.utils.tensorboard import SummaryWriter
+
+
+def train(model, loader):
+    writer = SummaryWriter()
+    model.cuda()
+    for step, x in enumerate(loader):
+        loss = model(x).mean()
+        loss.backward()
+        writer.add_scalar("loss", loss, step)
+"""
+EVAL_INTO_HOST_TENSOR = """\
+import torch
+
+
+@torch.no_grad()
+def estimate_loss(model, batches):
+    model.cuda()
+    losses = torch.zeros(len(batches))
+    for k, (x, y) in enumerate(batches):
+        _, loss = model(x, y)
+        losses[k] = loss
+    return losses.mean()
+"""
+NOT_ON_THE_WAY = """\
+import torch
+from torch import nn
+
+
+def check(x: torch.Tensor, y: torch.Tensor, data: dict):
+    assert x.shape == y.shape, f"{x} and {y} differ"
+    if "token_type_ids" in data:
+        return data["token_type_ids"]
+
+
+def place(module: nn.Module, device):
+    return module.to(device)
+"""
 
 
 class HostRead(Rule):
@@ -122,6 +218,7 @@ class HostRead(Rule):
             "out.copy_(x, non_blocking=True)\nm = x.to('meta')\n"
         ),
         Valid("import torch\n\ndef stage(t: torch.Tensor):\n    torch.empty(4, device='cpu').copy_(t)\n"),
+        Valid(NOT_ON_THE_WAY),
     ]
     INVALID = [
         Invalid(
@@ -165,6 +262,12 @@ class HostRead(Rule):
             "import torch\nx = torch.ones(4, device='cuda')\nout = torch.empty(4, pin_memory=True)\nout.copy_(x)\n",
             confidence=Confidence.HIGH,
         ),
+        Invalid(TRAINING_LOOP, count=1, confidence=Confidence.MEDIUM),
+        Invalid(LOGGED_EVERY_100_STEPS, count=1, confidence=Confidence.MEDIUM),
+        Invalid(AMP_STEP, count=1, confidence=Confidence.MEDIUM),
+        Invalid(CHECKPOINT_EVERY_STEP, count=1, confidence=Confidence.MEDIUM),
+        Invalid(TENSORBOARD, count=1, confidence=Confidence.MEDIUM),
+        Invalid(EVAL_INTO_HOST_TENSOR, count=1, confidence=Confidence.MEDIUM),
     ]
 
     def __init__(self, ctx) -> None:
@@ -302,12 +405,12 @@ class HostRead(Rule):
         where = self._gpu_data_in(saved)
         if where is None:
             return
-        if where.confidence < Confidence.HIGH and not (where.because or "").startswith("the tensors of"):
+        if where.confidence < Confidence.HIGH and not (where.because or "").startswith(MODULE_TENSORS):
             # Serialization helpers take tensors of any device: only a model's state, or a tensor
             # proven on the GPU, says the save copies from it.
             where = where.weaker(Confidence.LOW)
         context = self.context()
-        if context in ("init", "test") or (self.function is None and context != "loop"):
+        if context in ("init", "test") or (self.function is None and context not in ("loop", "interval")):
             where = where.weaker(Confidence.LOW)
         self._report(call, where, "copies the GPU tensors it saves to the host")
 
@@ -325,10 +428,11 @@ class HostRead(Rule):
         if isinstance(value, (cst.List, cst.Tuple)) and depth < 3:
             return next((w for e in value.elements if (w := self._gpu_data_in(e.value, depth + 1)) is not None), None)
         receiver = method_call(value, "state_dict")
-        where = self.where(receiver.value if receiver is not None else value)
+        module = receiver.value if receiver is not None else value
+        where = self.where(module)
         if where.is_module:
             placed = Confidence.MEDIUM if where.confidence is Confidence.HIGH else Confidence.LOW
-            return Where(Place.DEVICE, placed, f"the tensors of {where.because}")
+            return Where(Place.DEVICE, placed, f"{MODULE_TENSORS} `{one_line(self.code_of(module), 30)}`: {where.because}")
         return where if where.on_device else None
 
     def _check_builtin(self, call: cst.Call, name: str) -> None:

@@ -143,7 +143,7 @@ class SyncInCallee(Rule):
         self._calls: list[tuple[cst.Call, str, Site]] = []  # judged in `finish`
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context() not in ("loop", "step"):
+        if self.context() not in ("loop", "step", "interval"):
             return
         callee = self.callee(node.func)
         if callee is not None:
@@ -160,7 +160,7 @@ class SyncInCallee(Rule):
             scope = site.scope
             if isinstance(scope, cst.FunctionDef) and self.function_qualname(scope) in fact.chain.steps:
                 continue  # recursion: the caller's own sync is reported where it is
-            where = "in a loop" if site.context == "loop" else "in a per-step method"
+            where = {"loop": "in a loop", "step": "in a per-step method"}.get(site.context, "every so many steps")
             message = (
                 f"`{one_line(self.code_of(node.func))}(...)` {where} calls a function that makes the host wait"
                 f" for the GPU: {fact.chain.describe(short_name(fact.chain.steps[0]))}"

@@ -73,6 +73,7 @@ class SyncInCondition(Rule):
         Valid("import torch\nx = torch.zeros(3, device='cuda')\nflag = x.any()\n"),
         Valid("import torch\nx = torch.zeros(3, device='cuda')\nif x is not None and x.shape[0] > 0:\n    pass\n"),
         Valid("import torch\nx = torch.zeros(3)\nif x.any():\n    pass\n"),
+        Valid("def launch(args):\n    if args.multi_gpu:\n        return 'torchrun'\n"),  # a flag named like a GPU tensor
         # A name that asks a yes/no question about the device is a flag, not a tensor on it.
         Valid(
             "import torch\nfrom vllm.platforms import current_platform\nclass TopK(torch.nn.Module):\n"

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from synclint.rule import Rule
 
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
-CONTEXTS = ("loop", "step", "init", "test", "code")
+CONTEXTS = ("loop", "step", "interval", "init", "test", "code")
 
 
 class ConfigError(Exception):
@@ -48,7 +48,7 @@ CORE_KEYS: dict[str, Key] = {
     "unsafe-fixes": Key(bool, None, "apply fixes that may change behaviour"),
     "output-format": Key(str, None, "text, concise, json, sarif or github"),
     "allow-sync-contexts": Key(list, str, "context managers inside which syncs are meant"),
-    "ignore-contexts": Key(list, str, "finding contexts to drop: loop, step, init, test, code"),
+    "ignore-contexts": Key(list, str, f"finding contexts to drop: {', '.join(CONTEXTS)}"),
     "extend-rules": Key(list, str, "folders of your own rule modules"),
     "host-name-patterns": Key(list, str, "name globs of host values (default *_cpu, *_np, *_host, ...)"),
     "device-name-patterns": Key(list, str, "name globs of device tensors (default *_gpu, *_cuda, ...)"),

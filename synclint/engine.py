@@ -40,7 +40,7 @@ from synclint.project.index import ProjectIndex
 from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
 from synclint.rule import Replacement, Report, Rule, Site
 from synclint.source import DecodeProblem, SourceText, decode, too_complex
-from synclint.syntax import Scope, dotted_name, self_attribute_assignments
+from synclint.syntax import Scope, code_text, dotted_name, interval_of, self_attribute_assignments
 from synclint.traversal import TRIVIA_NAMES, walk
 
 PARSE_ERROR = ("SYNC000", "parse-error")
@@ -99,6 +99,8 @@ class FileContext:
         self.scope_statements: list[tuple[cst.CSTNode, int] | None] = [None]
         self.statements: list[cst.CSTNode] = []
         self.loop_depth: list[int] = [0]
+        # Per scope: the `if step % interval == 0:` blocks around the node, outermost first.
+        self.intervals: list[tuple[cst.If, ...]] = [()]
         # Per scope: the comprehensions around the node being visited, outermost first.
         self.comprehensions: list[tuple[cst.CSTNode, ...]] = [()]
         self.allowed_depth = 0
@@ -135,6 +137,8 @@ class FileContext:
             return "test"
         if any(fnmatch.fnmatchcase(n, pat) for n in names for pat in INIT_FUNCTIONS):
             return "init"
+        if self.intervals[-1]:
+            return "interval"
         if self.loop_depth[-1] > 0:
             return "loop"
         if self._in_step_function():
@@ -160,8 +164,10 @@ class FileContext:
     def site(self) -> Site:
         """Where the walk is now (for a report made now or after the walk)."""
         stmt = self.statements[-1] if self.statements else None
+        intervals = self.intervals[-1]
         return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1],
-                    self.devices.platform_at(self.scopes[-1], stmt))
+                    self.devices.platform_at(self.scopes[-1], stmt),
+                    code_text(interval_of(intervals[-1].test), 40) if intervals else None)
 
     def accelerator(self, scope: Scope) -> str | None:
         """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path
@@ -210,8 +216,9 @@ ERROR_PATHS = {
     cst.Assert: ("msg",),
     cst.Raise: ("exc", "cause"),
 }
-# The fields the batched visitor is told of when it enters and leaves them.
-ATTRIBUTE_HOOKS = {**LOOP_BODIES, **ERROR_PATHS}
+# The fields the batched visitor is told of when it enters and leaves them (an `if`'s body:
+# whether it runs once every so many steps, `interval_of`).
+ATTRIBUTE_HOOKS = {**LOOP_BODIES, **ERROR_PATHS, cst.If: ("body",)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -298,6 +305,7 @@ class BatchedVisitor(cst.CSTVisitor):
                 ctx.scope_statements.append(None)
                 self._statement_depths.append(self._depth + 2)  # FunctionDef > IndentedBlock > statement
                 ctx.loop_depth.append(0)
+                ctx.intervals.append(())
                 ctx.comprehensions.append(())
             elif kind & _COMPREHENSION:
                 ctx.comprehensions[-1] = (*ctx.comprehensions[-1], node)
@@ -333,6 +341,7 @@ class BatchedVisitor(cst.CSTVisitor):
                 ctx.scope_statements.pop()
                 self._statement_depths.pop()
                 ctx.loop_depth.pop()
+                ctx.intervals.pop()
                 ctx.comprehensions.pop()
             elif kind & _COMPREHENSION:
                 ctx.comprehensions[-1] = ctx.comprehensions[-1][:-1]
@@ -344,12 +353,18 @@ class BatchedVisitor(cst.CSTVisitor):
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         if attribute in LOOP_BODIES.get(type(node), ()):
             self.ctx.loop_depth[-1] += 1
+        elif type(node) is cst.If and attribute == "body":
+            if interval_of(node.test) is not None:
+                self.ctx.intervals[-1] = (*self.ctx.intervals[-1], node)
         elif attribute in ERROR_PATHS.get(type(node), ()):
             self.ctx.allowed_depth += 1  # reported nowhere, counted in no chain: as `with gpu_sync_allowed():`
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
         if attribute in LOOP_BODIES.get(type(original_node), ()):
             self.ctx.loop_depth[-1] -= 1
+        elif type(original_node) is cst.If and attribute == "body":
+            if self.ctx.intervals[-1] and self.ctx.intervals[-1][-1] is original_node:
+                self.ctx.intervals[-1] = self.ctx.intervals[-1][:-1]
         elif attribute in ERROR_PATHS.get(type(original_node), ()):
             self.ctx.allowed_depth -= 1
 

@@ -81,7 +81,7 @@ class Site:
     `FileContext.site()` takes one; a rule that decides only after the walk (`Rule.finish`)
     keeps the sites of the nodes it may report and reports them with `report_at`."""
 
-    context: str  # loop, step, init, test, code
+    context: str  # one of config.CONTEXTS
     allowed: bool  # inside a region where syncs are meant (`with gpu_sync_allowed():`)
     indentation: str  # of the statement being visited: replacement nodes that span lines keep it
     # Statements around the node, smallest first, each with the indentation of the blocks
@@ -89,6 +89,7 @@ class Site:
     anchors: tuple[tuple[cst.CSTNode, tuple[str, ...]], ...]
     scope: cst.Module | cst.FunctionDef  # the function (or module body) holding the node
     platform: str | None = None  # the accelerator other than CUDA that the branch holding it runs on
+    interval: str | None = None  # the period of the `if step % period == 0:` holding it
 
 
 @dataclass
@@ -348,6 +349,11 @@ class Rule:
             # Set-up code (`__init__`, `load_weights`, `setup`) runs once, not per step.
             confidence = Confidence.LOW
             because = (f"{because}; " if because else "") + "in set-up code, which runs once"
+        elif site.interval is not None and self.syncs:
+            # `if step % log_interval == 0:` pays once every so many steps, not every step.
+            if confidence is Confidence.HIGH:
+                confidence = Confidence.MEDIUM
+            because = (f"{because}; " if because else "") + f"once every `{site.interval}` steps"
         self.ctx.reports.append((self, Report(node, message, confidence, because, fix, site)))
 
     def finish(self) -> None:

@@ -381,3 +381,25 @@ def assigned_targets(body: cst.CSTNode) -> set[str]:
                 and isinstance(args[0].value, cst.SimpleString) and isinstance(args[0].value.evaluated_value, str)):
             targets.add(f"{_EMPTY_MODULE.code_for_node(owner)}.{args[0].value.evaluated_value}")
     return targets
+
+
+def interval_of(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The period of an `if` that holds once every so many steps: `log_interval` of
+    `step % log_interval == 0`, `not it % 100`, `(i + 1) % accum == 0 and rank == 0`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return interval_of(test.left) or interval_of(test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _modulo_period(test.expression)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        sides = (test.left, target.comparator)
+        if isinstance(target.operator, cst.Equal) and any(
+                isinstance(side, cst.Integer) and side.evaluated_value == 0 for side in sides):
+            return _modulo_period(sides[0]) or _modulo_period(sides[1])
+    return None
+
+
+def _modulo_period(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+        return expr.right
+    return None

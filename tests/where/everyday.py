@@ -1,0 +1,38 @@
+"""Everyday PyTorch code that is not vLLM: generation loops, helpers, other accelerators."""
+
+import torch
+from torch import nn
+
+
+def generate(model: nn.Module, idx: torch.Tensor, steps: int):
+    model.cuda()
+    for _ in range(steps):
+        logits = model(idx)  # where: device medium (model(...) runs a module on the GPU)
+        next_id = torch.argmax(logits[:, -1], dim=-1, keepdim=True)  # where: device medium
+        idx = torch.cat([idx, next_id], dim=1)
+    [token.item() for token in idx[0]]  # where: host high
+    tokens = [token for token in idx[0]]
+    tokens  # where: host high
+    return idx
+
+
+def pad(x, device=None):
+    x  # where: unknown
+    return torch.zeros(4, device=device)  # where: device medium (a parameter that defaults to None)
+
+
+def either(x):
+    if isinstance(x, torch.Tensor):
+        x  # where: device low
+    return x
+
+
+def counts(args):
+    args.num_gpus  # where: unknown
+    args.multi_gpu  # where: host medium (multi_gpu is a flag by its name)
+
+
+def batch_of(features: list):
+    batch = {"input_ids": torch.stack(features)}
+    batch["input_ids"]  # where: device low (torch.stack(...) is a tensor, of unknown device)
+
