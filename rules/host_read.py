@@ -364,7 +364,8 @@ class HostRead(Rule):
                 self._check_host_numbers(node, bounds, "a bound")
             elif qual in SIZED_FACTORIES:
                 self._check_host_numbers(node, _size_arguments(node, first_only=qual in SIZE_FIRST_ONLY), "a size")
-            elif qual is None and func.attr.value in SIZE_METHODS:
+            elif qual is None and func.attr.value in SIZE_METHODS and not self.where(func.value).is_module:
+                # (`self.repeat(x)` in an nn.Module calls its submodule `repeat`, not Tensor.repeat)
                 sizes = _size_arguments(node, first_only=func.attr.value in SIZE_FIRST_ONLY)
                 self._check_host_numbers(node, sizes, "a size")
             elif qual is None and func.attr.value in LOGGING_CALLS:
@@ -502,7 +503,9 @@ class HostRead(Rule):
         """`range(t)`, `torch.arange(t)`, `x.repeat(t)`: the host needs each value as a Python number."""
         for value in values:
             where = self.where(value)
-            if where.on_device:
+            if where.on_device and not where.from_module_output:
+                # (A module returns activations; a number it returns beside them is a shape:
+                # `x, (h, w) = self.patch_embed(x)`, then `x.reshape(b, h, w, -1)`.)
                 self._report(call, where, f"needs the GPU scalar `{one_line(self.code_of(value))}` on the host as {role}")
                 return
 

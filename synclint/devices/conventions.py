@@ -65,7 +65,7 @@ class NameConventions:
 # Names of actions, not of things (`load_model`, `uses_draft_model`, `get_encoder`).
 VERB_NAME = re.compile(r"_*(?:load|get|build|init|create|capture|uses?|set|save|compile|make|wrap|unwrap|prepare|setup|"
                        r"is|has|to|from|reset|register|add|remove|update|run|apply|freeze|unfreeze|should|can|check|"
-                       r"find|try|skip|maybe|needs?|convert|replace|patch|merge|split|filter|process|validate)_")
+                       r"find|try|skip|maybe|needs?|convert|replace|patch|merge|split|filter|process|validate|import)_")
 
 
 # Counts and modes are no tensors either (`multi_gpu`, `num_gpus`, `n_gpu`, `single_gpu`).
@@ -112,6 +112,8 @@ ACTIVATION_NAMES = frozenset(
 
 
 WEIGHT_LOADER = re.compile(r"load\w*weight|weight\w*load")
+# The model's parameter a weight loader fills (`param`, `param_data`, `weight_param`).
+PARAMETER_NAME = re.compile(r"(?:\w*_)?param(?:eter)?(?:_data)?$")
 
 
 def is_activation_name(name: str) -> bool:

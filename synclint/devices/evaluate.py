@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from synclint.devices.conventions import classify_buffer_field, names_a_device, names_the_host
+from synclint.devices.conventions import VERB_NAME, classify_buffer_field, names_a_device, names_the_host
 from synclint.devices.lattice import (
     HOST,
+    MODULE_OUTPUT,
+    MODULE_RUN,
     NONE,
     UNKNOWN,
     Env,
@@ -185,6 +187,9 @@ class Evaluator:
             return HOST  # a module-level constant or function (torch.float32, np.pi)
         if attr in SAME_PLACE_ATTRIBUTES:
             return self.eval(expr.value)
+        if isinstance(expr.value, cst.Name) and expr.value.value not in self.env and (
+                expr.value.value in self.symbols.imports.aliases):
+            return UNKNOWN  # a Python module's function or constant (`importlib.import_module`), not named by us
         is_self = isinstance(expr.value, cst.Name) and expr.value.value == "self"
         if is_self and isinstance(self.scope, cst.FunctionDef):
             cls = self.symbols.self_class(self.scope)
@@ -197,6 +202,8 @@ class Evaluator:
             if owner.is_module:
                 if attr in MODULE_TENSOR_ATTRIBUTES:
                     return device(f"{code_text(expr)} is a module's parameter", Confidence.MEDIUM)
+                if VERB_NAME.match(attr):
+                    return UNKNOWN  # a bound method kept to call later (`self.base_model.prepare_inputs_for_generation`)
                 return owner  # a submodule (where its module is), or a method to call (`_module_method` knows which)
             if owner.on_device and attr in OUTPUT_FIELDS:
                 return owner  # `outputs.loss`: a field of a model's output
@@ -323,8 +330,8 @@ class Evaluator:
         """What calling an nn.Module gives: tensors on the module's device."""
         text = code_text(func)
         if module.confidence is Confidence.HIGH and module.because:
-            return device(f"{text}(...) runs a module on the GPU ({module.because})", Confidence.MEDIUM)
-        return self.model_tensor(f"{text}(...) is a module's output")
+            return device(f"{text}(...) {MODULE_RUN} ({module.because})", Confidence.MEDIUM)
+        return self.model_tensor(f"{text}(...) {MODULE_OUTPUT}")
 
     def _model_code(self) -> str | None:
         """How the code being evaluated is model code (None: it is not): a method of an nn.Module,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from synclint.devices.conventions import WEIGHT_LOADER, is_activation_name
+from synclint.devices.conventions import PARAMETER_NAME, WEIGHT_LOADER, is_activation_name
 from synclint.devices.evaluate import Evaluator
 from synclint.devices.lattice import HOST, UNKNOWN, Env, Place, Where, combine, device, join, join_element
 from synclint.devices.narrowing import CPU_PATH, OTHER_PLATFORM, on_cpu_in, other_platform_when, tensors_when
@@ -115,8 +115,9 @@ class FlowWalker:
             return where
         func = self.scope
         assert isinstance(func, cst.FunctionDef)
-        if WEIGHT_LOADER.search(func.name.value):
-            # Weight loaders receive checkpoint tensors, which are read into host memory.
+        if WEIGHT_LOADER.search(func.name.value) and not PARAMETER_NAME.match(name):
+            # Weight loaders receive checkpoint tensors, which are read into host memory (and
+            # the model's parameter they load it into, which is where the model is).
             return Where(Place.HOST_TENSOR, Confidence.MEDIUM,
                          f"{name} is a checkpoint tensor given to the weight loader {func.name.value}()")
         if where.confidence is not Confidence.MEDIUM:
@@ -338,10 +339,12 @@ class FlowWalker:
                 values = [evaluator.eval(e.value) for e in value_node.elements]
             elif value.items is not None and len(value.items) == len(elements):
                 values = list(value.items)  # `ids, count = helper()` where helper returns a tuple
-            for i, element in enumerate(elements):
-                if isinstance(element, cst.StarredElement):
-                    element = element.value
-                self._bind(element, values[i] if values else value, env)
+            for i, (element, node) in enumerate(zip(elements, target.elements)):
+                bound = values[i] if values else value
+                if isinstance(node, cst.StarredElement):
+                    # `first, *rest = x.split(n)`: a list of what the others are
+                    bound = Where(Place.HOST, Confidence.HIGH, element=bound if bound.is_tensor else None)
+                self._bind(element, bound, env)
         elif (
             isinstance(target, cst.Attribute)
             and isinstance(target.value, cst.Name)

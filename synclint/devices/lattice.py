@@ -24,6 +24,11 @@ class Place(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
+# How the device model explains what calling an nn.Module returned (`Evaluator.module_output`).
+MODULE_OUTPUT = "is a module's output"
+MODULE_RUN = "runs a module on the GPU"
+
+
 @pickled_by_fields
 @dataclass(frozen=True)
 class Where:
@@ -52,6 +57,12 @@ class Where:
     @property
     def is_module(self) -> bool:
         return self.place is Place.MODULE
+
+    @property
+    def from_module_output(self) -> bool:
+        """Whether the evidence is that a module call returned it (activations, or what a
+        module returns beside them: a shape, a cache)."""
+        return self.because is not None and (MODULE_OUTPUT in self.because or MODULE_RUN in self.because)
 
     def weaker(self, cap: Confidence) -> "Where":
         return replace(self, confidence=min(self.confidence, cap))

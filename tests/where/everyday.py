@@ -36,3 +36,31 @@ def batch_of(features: list):
     batch = {"input_ids": torch.stack(features)}
     batch["input_ids"]  # where: device low (torch.stack(...) is a tensor, of unknown device)
 
+
+
+class Wrapper(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.base_model = model
+        self.base_prepare = self.base_model.prepare_inputs_for_generation
+
+    def prepare(self, *args):
+        self.base_prepare(*args)  # where: unknown
+        self.base_model(*args)  # where: device medium (self.base_model(...) is a module's output)
+
+
+def loaded(name: str):
+    import importlib
+
+    mod = importlib.import_module(name)
+    mod  # where: unknown
+
+
+def unpacked(x: torch.Tensor):
+    first, *rest = x.cuda().split(2)
+    rest  # where: host high
+
+
+def weight_loader(param: nn.Parameter, loaded_weight: torch.Tensor):
+    loaded_weight  # where: host-tensor medium (loaded_weight is a checkpoint tensor given to the weight loader)
+    param.data  # where: device
