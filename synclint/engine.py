@@ -25,6 +25,7 @@ from synclint.cst_internals import code_at_indent, parse_module_unvalidated, pos
 from synclint.devices.conventions import (
     INIT_FUNCTIONS,
     STEP_FUNCTIONS,
+    WEIGHT_LOADER,
     NameConventions,
     is_host_code_path,
     is_test_path,
@@ -135,8 +136,9 @@ class FileContext:
         names = [s.name.value for s in self.scopes if isinstance(s, cst.FunctionDef)]
         if self.in_test_file or any(n.startswith("test") for n in names):
             return "test"
-        if any(fnmatch.fnmatchcase(n, pat) for n in names for pat in INIT_FUNCTIONS):
-            return "init"
+        if any(fnmatch.fnmatchcase(n, pat) for n in names for pat in INIT_FUNCTIONS) or any(
+                WEIGHT_LOADER.search(n) for n in names):
+            return "init"  # set-up code, weight loading included: it runs once, not per step
         if self.intervals[-1]:
             return "interval"
         if self.loop_depth[-1] > 0:
