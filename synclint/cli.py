@@ -1,4 +1,4 @@
-"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`.
+"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`, `server`.
 
 Exit codes, as ruff: 0 no findings, 1 findings, 2 usage, configuration or internal error.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from synclint import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("check", "rules", "rule", "verify", "clean")
+SUBCOMMANDS = ("check", "rules", "rule", "verify", "clean", "server")
 
 
 class UsageError(Exception):
@@ -79,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     from synclint.verify.command import add_arguments  # no torch: that is imported when verify runs
 
     add_arguments(sub.add_parser("verify", help="run the fixture kernels before and after the fixer (needs torch)"))
+    server = sub.add_parser("server", help="run the language server over stdin/stdout (needs synclint[server])")
+    server.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="the cache to read and fill (default: as `check` run from the workspace folder uses)")
+    server.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="worker processes of the runs that index a package (default: the CPU count)")
     return parser
 
 
@@ -115,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             from synclint.verify.command import run
 
             return run(args)
+        if args.command == "server":
+            return cmd_server(args)
         return cmd_check(args, argv)
     except UsageError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
@@ -419,6 +426,18 @@ def cmd_clean(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     print(f"Removed {directory}." if removed else f"No cache at {directory}.", file=sys.stderr)
     return EXIT_CLEAN
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    from synclint.server import missing_extra, serve
+
+    problem = missing_extra()
+    if problem is not None:
+        print(f"synclint: error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    return serve(args.cache_dir, args.jobs)
 
 
 def cmd_rules() -> int:
