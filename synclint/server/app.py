@@ -200,7 +200,7 @@ class SynclintServer(LanguageServer):
     def package_of(self, path: Path) -> Package | None:
         if self.session is None:
             return None
-        for package in self.session.packages.values():
+        for package in list(self.session.packages.values()):  # (the checking thread adds to it)
             if path.is_relative_to(package.root) and package.looked:
                 return package
         return None
@@ -407,6 +407,28 @@ async def watch_parent(server: SynclintServer, pid: int) -> None:
             pass  # it exists (another user's), or this platform cannot tell
 
 
+class ClientInput:
+    """The client's stream, whose end ends the server at once (`leave`): left to asyncio, the
+    end cancels every task and waits for them, and a task cancelled while it starts an index
+    run can wait for ever (for the run's exit, which the closing loop no longer hears of)."""
+
+    def __init__(self, stream, server: SynclintServer) -> None:
+        self.stream = stream
+        self.server = server
+
+    def readline(self) -> bytes:
+        return self._ended_if_empty(self.stream.readline())
+
+    def read(self, n: int) -> bytes:
+        return self._ended_if_empty(self.stream.read(n))
+
+    def _ended_if_empty(self, data: bytes) -> bytes:
+        if not data:
+            logger.info("the client closed the connection")
+            leave(self.server, 0 if self.server.shutting_down else 1)
+        return data
+
+
 def serve(cache_dir: Path | None = None, jobs: int | None = None) -> int:
     """Serve LSP over standard input and output until the client leaves."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="synclint server: %(levelname)s: %(message)s")
@@ -414,6 +436,6 @@ def serve(cache_dir: Path | None = None, jobs: int | None = None) -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not break the protocol's stream
     server = create_server(cache_dir, jobs)
-    server.start_io(stdin, stdout)
+    server.start_io(ClientInput(stdin, server), stdout)  # type: ignore[arg-type]
     leave(server, 0 if server.shutting_down else 1)
     return 0

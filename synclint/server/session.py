@@ -60,10 +60,18 @@ class Session:
         self.resolver = SettingsResolver(None, {}, self.cwd)
         self.packages = {}
         self._cache: Cache | None = None
+        self._read: dict[str, tuple[int, int] | None] = {}  # files the settings came from, as they were
 
     def settings(self, path: Path) -> Settings:
-        """The settings of the file (ConfigError: its configuration is broken)."""
-        return self.resolver.for_path(path)
+        """The settings of the file (ConfigError: its configuration is broken), read again when
+        a file they came from changed (an editor that does not report changes to files it does
+        not show: a broken configuration is read again each time anyway, as it is not kept)."""
+        if any(_stat(name) != known for name, known in self._read.items()):
+            self.reload()
+        settings = self.resolver.for_path(path)
+        for name in self.resolver.files_read()[1]:
+            self._read.setdefault(name, _stat(name))
+        return settings
 
     def cache(self) -> Cache:
         """The cache `synclint check` run from the workspace folder uses (ConfigError as `settings`)."""
@@ -122,6 +130,14 @@ class Session:
         now = index.view_for(summary)
         before = checked.project.view
         return (now.digest() if now else "") != (before.digest() if before else "")
+
+
+def _stat(name: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(name)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def buffer_bytes(text: str) -> bytes:
