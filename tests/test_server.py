@@ -23,7 +23,8 @@ from synclint.registry import all_rules
 
 pytestmark = pytest.mark.asyncio
 
-WAIT_S = 120  # only so that a broken server fails the test instead of hanging it; no speed is tested
+# Only so that a broken server fails the test instead of hanging it; no speed is tested.
+WAIT_S = float(os.environ.get("SYNCLINT_LSP_TEST_WAIT", "120"))
 
 MODEL = """\
 import torch
@@ -705,3 +706,11 @@ async def test_a_client_that_reports_no_file_changes_gets_new_settings_at_the_ne
     neovim.change(uri, MODEL + "\n")
     published = await neovim.published_after(mark, uri)
     assert [d.code for d in published.diagnostics] == ["SYNC101", "SYNC101"]
+
+
+async def test_an_excluded_file_has_no_findings(client: Client, project: Path):
+    (project / "pyproject.toml").write_text('[tool.synclint]\nextend-exclude = ["app/model.py"]\n', encoding="utf-8")
+    _, diagnostics = await opened(client, project / "app" / "model.py")
+    assert diagnostics == []
+    _, diagnostics = await opened(client, project / "app" / "meta.py")
+    assert [d.code for d in diagnostics] == ["SYNC107"]

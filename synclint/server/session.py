@@ -19,6 +19,7 @@ from pathlib import Path
 from synclint.cache import DEFAULT_DIR, Cache, PackageState
 from synclint.config import Settings, SettingsResolver
 from synclint.engine import FileResult
+from synclint.files import relative_to_root
 from synclint.project import ProjectFile, ProjectIndex, package_root
 from synclint.runner import check_unsaved, display_path, package_state
 
@@ -101,6 +102,11 @@ class Session:
         """Check the buffer `text` of the file at `path` (ConfigError: its configuration is
         broken); with the package it belongs to, whose state may still be missing."""
         settings = self.settings(path)
+        if settings.is_excluded(relative_to_root(path, settings.root)):
+            # As `synclint check --force-exclude`: a vendored file, or a library's opened from a
+            # traceback (`site-packages` is excluded), is not the project's to fix.
+            return Checked(path, display_path(path, self.cwd), version, text, settings, FileResult(str(path)),
+                           ProjectFile(), None), None
         package = self.package(path, settings)
         state = package.state if package is not None else None
         result, project = check_unsaved(buffer_bytes(text), path, settings, state, self.cwd, self.cache())
