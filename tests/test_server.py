@@ -213,8 +213,27 @@ def written_long_ago(folder: Path) -> None:
         os.utime(path, (past, past))
 
 
+@pytest.fixture
+def indexed(project: Path) -> Path:
+    """The project after a `synclint check` run over it (as pre-commit leaves it): the server
+    finds its package's facts in the cache, and starts no index run that would check the open
+    files again."""
+    from tests.conftest import run_cli
+
+    assert run_cli("check", "--exit-zero", "app", cwd=project).returncode == 0
+    return project
+
+
 @pytest_lsp.fixture(config=SERVER)
-async def client(lsp_client: Client, project: Path):
+async def client(lsp_client: Client, indexed: Path):
+    await start(lsp_client, indexed)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def cold(lsp_client: Client, project: Path):
+    """A server on a project no run has indexed."""
     await start(lsp_client, project)
     yield
     await lsp_client.shutdown_session()
@@ -463,8 +482,8 @@ async def test_hover_on_a_finding_shows_its_rule_documentation(client: Client, p
 
 
 @pytest_lsp.fixture(config=SERVER)
-async def emacs(lsp_client: Client, project: Path):
-    await start(lsp_client, project, "emacs")  # no codeAction/resolve; positions in UTF-32
+async def emacs(lsp_client: Client, indexed: Path):
+    await start(lsp_client, indexed, "emacs")  # no codeAction/resolve; positions in UTF-32
     yield
     await lsp_client.shutdown_session()
 
@@ -482,8 +501,8 @@ async def test_a_client_without_resolve_gets_the_edits_with_the_actions(emacs: C
 
 
 @pytest_lsp.fixture(config=SERVER)
-async def neovim(lsp_client: Client, project: Path):
-    await start(lsp_client, project, "neovim@v0.11.0")  # positions in UTF-8; plain `changes` edits
+async def neovim(lsp_client: Client, indexed: Path):
+    await start(lsp_client, indexed, "neovim@v0.11.0")  # positions in UTF-8; plain `changes` edits
     yield
     await lsp_client.shutdown_session()
 
@@ -591,7 +610,8 @@ async def test_a_rule_crash_is_sync001_on_that_file_only(client: Client, project
     assert client.messages == []
 
 
-async def test_first_open_shows_the_files_own_findings_then_the_cross_file_ones(client: Client, project: Path):
+async def test_first_open_shows_the_files_own_findings_then_the_cross_file_ones(cold: Client, project: Path):
+    client = cold
     uri, diagnostics = await opened(client, project / "app" / "user.py")
     assert diagnostics == []  # alone, `meta.seq_lens_cpu` is an attribute like any other
     mark = client.mark()
@@ -605,9 +625,8 @@ async def test_first_open_shows_the_files_own_findings_then_the_cross_file_ones(
 
 
 async def test_a_save_refreshes_the_open_files_whose_facts_it_changes(client: Client, project: Path):
-    user, _ = await opened(client, project / "app" / "user.py")
-    mark = client.mark()
-    assert [d.code for d in (await client.published_after(mark, user)).diagnostics] == ["SYNC105"]
+    user, diagnostics = await opened(client, project / "app" / "user.py")
+    assert [d.code for d in diagnostics] == ["SYNC105"]
     await opened(client, project / "app" / "model.py")
     meta, _ = await opened(client, project / "app" / "meta.py")
     client.change(meta, META.replace('return self.seq_lens.to("cpu")', "return self.seq_lens"))
@@ -619,18 +638,7 @@ async def test_a_save_refreshes_the_open_files_whose_facts_it_changes(client: Cl
     assert [p.uri for p in client.published[mark:] if p.uri != meta] == [user]  # model.py uses no fact that changed
 
 
-@pytest_lsp.fixture(config=SERVER)
-async def after_a_cli_run(lsp_client: Client, project: Path):
-    from tests.conftest import run_cli
-
-    assert run_cli("check", "--exit-zero", "app", cwd=project).returncode == 0
-    await start(lsp_client, project)
-    yield
-    await lsp_client.shutdown_session()
-
-
-async def test_the_index_a_cli_run_left_gives_cross_file_findings_at_once(after_a_cli_run: Client, project: Path):
-    client = after_a_cli_run
+async def test_the_index_a_cli_run_left_gives_cross_file_findings_at_once(client: Client, project: Path):
     uri, diagnostics = await opened(client, project / "app" / "user.py")
     assert [(d.code, d.message) for d in diagnostics] == [("SYNC105", SYNC105_MESSAGE)]
     assert await client.published_by_now(uri, client.mark()) == []
