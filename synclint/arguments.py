@@ -13,7 +13,7 @@ from typing import Any
 
 from synclint import __version__
 
-SUBCOMMANDS = ("check", "rules", "rule", "verify", "clean")
+SUBCOMMANDS = ("check", "rules", "rule", "verify", "clean", "server")
 
 
 class UsageError(Exception):
@@ -116,4 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     from synclint.verify.command import add_arguments  # no torch: that is imported when verify runs
 
     add_arguments(sub.add_parser("verify", help="run the fixture kernels before and after the fixer (needs torch)"))
+    server = sub.add_parser("server", help="run the language server over stdin/stdout (needs synclint[server])")
+    server.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="the cache to read and fill (default: as `check` run from the workspace folder uses)")
+    server.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="worker processes of the runs that index a package (default: the CPU count)")
     return parser

@@ -1,4 +1,4 @@
-"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`.
+"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`, `server`.
 
 Exit codes, as ruff: 0 no findings, 1 findings, 2 usage, configuration or internal error.
 """
@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
             from synclint.verify.command import run
 
             return run(args)
+        if args.command == "server":
+            return cmd_server(args)
         return cmd_check(args, argv)
     except UsageError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
@@ -354,6 +356,20 @@ def cmd_clean(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     print(f"Removed {directory}." if removed else f"No cache at {directory}.", file=sys.stderr)
     return EXIT_CLEAN
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    from synclint.server import missing_extra
+
+    problem = missing_extra()
+    if problem is not None:
+        print(f"synclint: error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    from synclint.server.app import serve
+
+    return serve(args.cache_dir, args.jobs)
 
 
 def cmd_rules() -> int:

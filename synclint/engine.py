@@ -579,7 +579,9 @@ def _syntax_error(text: str, relpath: str, exc: cst.ParserSyntaxError) -> Findin
     row, column = max(exc.raw_line, 1), exc.raw_column + 1
     message = exc.message.splitlines()[0].rstrip(".")
     try:
-        ast.parse(text, relpath)
+        # Not under its own name: CPython would take the error's line from that file on disk, which
+        # for a buffer being edited (the server, --stdin-filename) is not this text.
+        ast.parse(text, "<synclint>")
     except SyntaxError as err:
         row, column, message = err.lineno or row, err.offset or column, err.msg
     except (ValueError, RecursionError, MemoryError):

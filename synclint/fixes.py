@@ -89,6 +89,18 @@ def add_imports(text: str, imports: set[str]) -> str:
     return AddImportsVisitor(context).transform_module(module).code
 
 
+def apply_fixes(text: str, fixes: list[Fix], relpath: str, newline: str = "\n") -> str:
+    """`text` with `fixes` applied as one round of `fix_text` applies them (their edits must not
+    overlap; a fix two findings share counts once), with the imports they need; raises libcst's
+    ParserSyntaxError, SyntaxError or ValueError when the result does not parse."""
+    edits = list(dict.fromkeys(edit for fix in fixes for edit in fix.edits))
+    new_text = apply_edits(text, edits, newline)
+    new_text = add_imports(new_text, {imp for fix in fixes for imp in fix.imports})
+    cst.parse_module(new_text)
+    compile(new_text, relpath, "exec", dont_inherit=True)
+    return new_text
+
+
 def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
              project: ProjectFile | None = None) -> FixOutcome:
     """Fix `source` to a fixpoint; returns the new text, counts, and the findings left."""
@@ -113,12 +125,8 @@ def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
         if not chosen:
             outcome.remaining = findings
             break
-        edits = list(dict.fromkeys(edit for f in chosen for edit in f.fix.edits))
-        new_text = apply_edits(current.text, edits, current.newline)
         try:
-            new_text = add_imports(new_text, {imp for f in chosen for imp in f.fix.imports})
-            cst.parse_module(new_text)
-            compile(new_text, relpath, "exec", dont_inherit=True)
+            new_text = apply_fixes(current.text, [f.fix for f in chosen if f.fix is not None], relpath, current.newline)
         except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
             outcome.dropped.append(
                 f"{relpath}: fixes for {', '.join(sorted({f.code for f in chosen}))} dropped: the result would not parse ({exc})"

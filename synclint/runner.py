@@ -136,6 +136,73 @@ def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mod
     return run
 
 
+def package_state(path: Path, settings: Settings, cache: Cache, cwd: Path) -> PackageState | None:
+    """What the last run from `cwd` over the package of `path` left in `cache` of it (the solved
+    index of its facts, each file's summary), if every other file and folder of the package is
+    as that run saw it; None when no run left one, something changed since (a run over the
+    package makes it again), or `path` is in no package. (Run it from `cwd`: a state names the
+    folders its run walked as that run named them.)"""
+    keys = _state_keys(cache, [Job(path, display_path(path, cwd), settings)], cwd)
+    state = cache.get(keys[0], PackageState) if keys else None
+    return state if state is not None and state.is_current({os.path.abspath(path)}) else None
+
+
+def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageState | None, cwd: Path,
+                  cache: Cache | None = None, debug: bool = False) -> tuple[FileResult, ProjectFile]:
+    """Check `data`, the text of the file at `path` as an editor holds it (saved or not), as a
+    run over that one file after an edit checks it (pre-commit; `_check_project`): with project
+    analysis, against the facts `state` (see `package_state`) holds of the other files of its
+    package, looking again while its view of them changes; with no state, the file alone (as
+    a first run looks at each file first). Returns the result, and the file's place in the
+    project as it was last checked (its view of the facts).
+
+    The cache is read; an entry is written only when `data` is the file on disk, not for the
+    versions an edit goes through, which no run will meet again."""
+    job = Job(path, display_path(path, cwd), settings)
+    skipped = _too_large(len(data), job.shown, settings)
+    if skipped is not None:
+        return skipped.result, job.project
+    if settings.project_analysis:
+        job = _placed(job)
+        [job], _ = _with_host_fields([job], lambda _: data, state.declarations if state is not None else None)
+    store = False
+    if cache is not None:
+        try:
+            store = path.read_bytes() == data
+        except OSError:
+            pass
+    if state is None or not settings.project_analysis:
+        return _check_data(data, job, cache, store, debug), job.project
+    index: ProjectIndex = state.index  # type: ignore[assignment]  # (cache.py keeps it untyped)
+    summary = state.summaries.get(job.shown)  # the view it had then: an edit seldom changes what it uses
+    job, digest = _given_view(job, index.view_for(summary) if summary is not None else None)
+    result = _check_data(data, job, cache, store, debug)
+    for _ in range(MAX_PROJECT_ROUNDS):
+        if result.summary is None:
+            break
+        again, again_digest = _given_view(job, index.view_for(result.summary))
+        if again_digest == digest:
+            break
+        job, digest = again, again_digest
+        result = _check_data(data, job, cache, store, debug)
+    return result, job.project
+
+
+def _check_data(data: bytes, job: Job, cache: Cache | None, store: bool, debug: bool) -> FileResult:
+    """`check_bytes` of a job's text, through the cache (the key a file of these bytes has);
+    a new result is stored only with `store`."""
+    key = _entry_key(cache, job, hashlib.sha256(data).digest()) if cache is not None else None
+    entry = cache.get(key, Entry) if cache is not None and key is not None else None
+    if entry is not None:
+        return FileResult(job.shown, list(entry.findings), summary_data=entry.summary)
+    result = check_bytes(data, job.shown, job.settings, debug, job.project)
+    if store and cache is not None and key is not None and not result.internal_error:
+        summary = result.summary
+        item = _with_noqa_warnings(FileFix(result), job.settings)  # as `_process` stores it
+        cache.put(key, Entry.of(item.result.findings, item.problems, summary))
+    return result
+
+
 def _process_batch(batch: list[Job], mode: Mode) -> list[FileFix]:
     return [_process(job, mode) for job in batch]
 
@@ -347,11 +414,12 @@ def _index_of(results: list[FileFix | None]) -> ProjectIndex:
     return ProjectIndex([item.result.summary for item in results if item is not None and item.result.summary])
 
 
-def _entry_key(cache: Cache, job: Job) -> str:
-    """The key of the file's entry (OSError: it cannot be read, which its check reports)."""
+def _entry_key(cache: Cache, job: Job, digest: bytes | None = None) -> str:
+    """The key of the file's entry (OSError: it cannot be read, which its check reports); with
+    `digest`, of the entry of a file with bytes of that sha256 digest (check_unsaved)."""
     view = job.project.view
     fields = ",".join(sorted(job.project.host_fields))
-    return cache.key(cache.digest(job.path), job.shown, job.settings,
+    return cache.key(cache.digest(job.path) if digest is None else digest, job.shown, job.settings,
                      f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
 
 

@@ -215,3 +215,10 @@ def test_config_that_is_a_folder_or_unreadable(tmp_path):
     (tmp_path / "conf.toml").mkdir()
     proc = check(tmp_path, "--config", "conf.toml", ".")
     assert proc.returncode == 2 and "conf.toml: no such configuration file" in proc.stderr
+
+
+def test_syntax_error_in_stdin_is_placed_in_that_text_not_in_the_file_on_disk(tmp_path):
+    # CPython takes a SyntaxError's line from the file it is named after, when that file exists.
+    (tmp_path / "a.py").write_text("import torch\ndef f():\n    return x\n")
+    proc = check(tmp_path, "--stdin-filename", "a.py", "-", stdin="import torch\ndef f():\n    return x +\n")
+    assert proc.stdout.splitlines()[0] == "a.py:3:15: SYNC000 syntax error: invalid syntax"
