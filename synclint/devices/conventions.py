@@ -170,13 +170,15 @@ def other_accelerator(relpath: str) -> str | None:
 # the op dispatches to only on that platform.
 OTHER_ACCELERATOR_CLASS = re.compile(r"(XPU|TPU|HPU|NPU|Neuron)(?![a-z])")
 OTHER_PLATFORM_METHOD = re.compile(r"_*forward_(xpu|tpu|hpu|npu|neuron|cpu)$")
+# Functions named for one: accelerate's `_neuron_gather_object` beside `_gpu_gather_object`.
+OTHER_PLATFORM_FUNCTION = re.compile(r"(?:^|_)(xpu|tpu|hpu|npu|neuron|xla)(?:_|$)")
 
 
 def other_accelerator_scope(names: list[str], class_name: str | None) -> str | None:
     """The platform, other than a CUDA GPU, that the functions `names` (outermost first) of a
     class `class_name` are for, by their names."""
     for name in names:
-        method = OTHER_PLATFORM_METHOD.match(name)
+        method = OTHER_PLATFORM_METHOD.match(name) or OTHER_PLATFORM_FUNCTION.search(name)
         if method:
             return method.group(1).upper()
     match = OTHER_ACCELERATOR_CLASS.search(class_name or "")
