@@ -73,6 +73,8 @@ def _overrides(args: argparse.Namespace) -> dict:
         overrides["unsafe-fixes"] = args.unsafe_fixes
     if args.no_project_analysis:
         overrides["project-analysis"] = False
+    if args.include_tests is not None:
+        overrides["include-tests"] = args.include_tests
     return overrides
 
 
@@ -231,9 +233,12 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
             write_statistics(findings, stream)
         else:
             from synclint.report import render
+            from synclint.report.text import Outcome
 
             color = False if close else None
-            render(settings.output_format, findings, stream, color=color, rules=settings.enabled_rules())
+            outcome = Outcome(run.hidden_tests)
+            render(settings.output_format, findings, stream, color=color, rules=settings.enabled_rules(),
+                   outcome=outcome)
     finally:
         if close:
             stream.close()

@@ -33,6 +33,8 @@ class FixOutcome:
     fixed: Counter = field(default_factory=Counter)  # code -> fixes applied
     remaining: list[Finding] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # why fixes were not applied
+    hidden_tests: int = 0  # of the last check: findings in test code the view left out
+    analysis: list[Finding] | None = None  # of the last check: every finding, before the view
 
 
 def _offsets(text: str) -> list[int]:
@@ -98,6 +100,7 @@ def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
     for _ in range(MAX_ROUNDS):
         result = check_source(current, relpath, settings, project=project)
         findings = result.findings
+        outcome.hidden_tests, outcome.analysis = result.hidden_tests, result.analysis
         chosen: list[Finding] = []
         for finding in findings:
             fix = finding.fix
@@ -131,7 +134,8 @@ def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
         outcome.fixed.update(f.code for f in chosen)
         current = SourceText(new_text, source.encoding, source.bom, source.newline)
     else:
-        outcome.remaining = check_source(current, relpath, settings, project=project).findings
+        result = check_source(current, relpath, settings, project=project)
+        outcome.remaining, outcome.hidden_tests, outcome.analysis = result.findings, result.hidden_tests, result.analysis
     outcome.text = current.text
     return outcome
 
@@ -178,7 +182,8 @@ def fix_bytes(data: bytes, relpath: str, settings: Settings, unsafe: bool, debug
     except Exception:  # never damage a file: fall back to a plain check
         result = check_source(source, relpath, settings, debug=debug, project=project)
         return FileFix(result, problems=[f"{relpath}: fixing failed; file left as it was"])
-    result = FileResult(relpath, outcome.remaining, source=source)
+    result = FileResult(relpath, outcome.remaining, source=source, hidden_tests=outcome.hidden_tests,
+                        analysis=outcome.analysis if outcome.text == source.text else None)
     if result.findings and any(f.code == "SYNC001" for f in result.findings):
         result.internal_error = f"{relpath}: internal error while fixing"
     fix = FileFix(result, outcome.fixed, problems=list(outcome.dropped))

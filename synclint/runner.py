@@ -24,6 +24,7 @@ from synclint.noqa import unknown_codes
 from synclint.project.facts import ProjectFile, ProjectView
 from synclint.project.index import ProjectIndex
 from synclint.project.placement import imported_modules, module_name, package_root
+from synclint.view import View
 
 FILES_PER_BATCH = 8
 PROGRESS_MIN_FILES = 200  # shorter runs end before a bar helps
@@ -41,6 +42,11 @@ class RunResult:
     @property
     def findings(self):
         return sorted((f for r in self.files for f in r.result.findings), key=lambda f: f.sort_key)
+
+    @property
+    def hidden_tests(self) -> int:
+        """Findings in test code that the view left out (`include-tests` off)."""
+        return sum(item.result.hidden_tests for item in self.files)
 
     @property
     def fixed(self):
@@ -186,8 +192,10 @@ def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, p
     if cache is not None:
         for i, key in keys.items():
             item = results[i]
-            if item is not None and not item.result.internal_error and not item.fixed and not item.diff:
-                cache.put(key, Entry.of(item.result.findings, item.problems, item.result.summary))
+            if (item is not None and not item.result.internal_error and not item.fixed and not item.diff
+                    and (item.result.analysis is not None or not item.result.findings)):
+                analysis = item.result.analysis if item.result.analysis is not None else []
+                cache.put(key, Entry.of(analysis, item.problems, item.result.summary))
     return results
 
 
@@ -451,19 +459,25 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
     A file checked with a project view is keyed by the view's digest too.
     """
     misses: dict[int, str] = {}
+    views: dict[int, View] = {}
     for i, job in enumerate(work):
         try:
             key = _entry_key(cache, job)
         except OSError:
             continue  # the check itself reports it
         entry = cache.get(key, Entry)
-        if entry is not None and mode.fix and _has_fixes(entry.findings, job.settings, mode):
-            entry = None
+        if entry is not None:
+            view = views.get(id(job.settings))
+            if view is None:
+                view = views[id(job.settings)] = View(job.settings)
+            findings, hidden = view.shown(entry.findings, job.shown)
+            if mode.fix and _has_fixes(findings, job.settings, mode):
+                entry = None
         if entry is None:
             misses[i] = key
         else:
-            results[i] = FileFix(FileResult(job.shown, list(entry.findings), summary_data=entry.summary),
-                                 problems=list(entry.warnings))
+            results[i] = FileFix(FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings,
+                                            hidden_tests=hidden), problems=list(entry.warnings))
     return misses
 
 
