@@ -80,6 +80,8 @@ CHECK_OPTIONS: tuple[Option, ...] = (
             help="text marks the source line; json is ruff's shape; sarif is SARIF 2.1.0; github prints annotations"),
     _option("--output-file", "-o", help="write the report to this file", type=Path, metavar="FILE"),
     _option("--statistics", help="print counts per rule instead of each finding", action="store_true"),
+    _option("--quiet", "-q", action="store_true",
+            help="print the findings only: no progress, no summary line"),
     _option("--exit-zero", help="exit 0 even when there are findings", action="store_true"),
     _option("--extend-exclude", help="more globs to skip", type=globs, metavar="GLOBS"),
     _option("--force-exclude", help="apply excludes to files named on the command line", action="store_true"),

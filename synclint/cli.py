@@ -230,13 +230,13 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         if args.statistics:
             from synclint.report.statistics import write_statistics
 
-            write_statistics(findings, stream)
+            write_statistics(findings, stream, run.hidden_tests)
         else:
             from synclint.report import render
             from synclint.report.text import Outcome
 
             color = False if close else None
-            outcome = Outcome(run.hidden_tests)
+            outcome = Outcome(run.hidden_tests, len(run.problems), args.quiet)
             render(settings.output_format, findings, stream, color=color, rules=settings.enabled_rules(),
                    outcome=outcome)
     finally:
@@ -246,7 +246,7 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         print(f"synclint: {len(missed)} sync site(s) seen at runtime that no rule found:", file=sys.stderr)
         for site in missed:
             print(f"  {site.shown(cwd)}: {site.op} ({site.count}x)", file=sys.stderr)
-    if args.fix:
+    if args.fix and not args.quiet:
         _print_fix_summary(run, findings)
     for problem in run.problems:
         print(f"synclint: error: {problem}", file=sys.stderr)
@@ -264,8 +264,9 @@ def _report_diff(run, args) -> int:
     for diff in diffs:
         sys.stdout.write(diff if diff.endswith("\n") else diff + "\n")
     fixed = sum(run.fixed.values())
-    print(f"Would fix {fixed} finding{'s' if fixed != 1 else ''} in {len(diffs)} file{'s' if len(diffs) != 1 else ''}.",
-          file=sys.stderr)
+    if not args.quiet:
+        print(f"Would fix {fixed} finding{'s' if fixed != 1 else ''} in {len(diffs)} file{'s' if len(diffs) != 1 else ''}.",
+              file=sys.stderr)
     for problem in run.problems:
         print(f"synclint: error: {problem}", file=sys.stderr)
     if run.problems:

@@ -65,6 +65,8 @@ def test_left_out_findings_follow_the_rest_of_the_view(write, tmp_path):
     """Only what the selection and confidence would show is counted as left out."""
     write("tests/test_a.py", MODEL)
     assert "left out" not in run_cli("check", "--select", "SYNC101", ".", cwd=tmp_path).stdout
+    stats = run_cli("check", "--statistics", ".", cwd=tmp_path).stdout
+    assert stats == "     0\ttotal\t    1 more in test code left out (`--include-tests` shows them)\n"
 
 
 def test_machine_formats_hold_only_the_findings(write, tmp_path):

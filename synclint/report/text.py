@@ -14,9 +14,12 @@ def headline(f: Finding) -> str:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What the summary line says beside the findings: the findings in test code the view left out."""
+    """What the summary line says beside the findings: the findings in test code the view left
+    out, the errors of the run (an unreadable path, a rule's crash), and whether to say anything."""
 
     hidden_tests: int = 0
+    errors: int = 0
+    quiet: bool = False  # --quiet: the findings only
 
 
 NOTHING_ELSE = Outcome()
@@ -27,9 +30,12 @@ def _plural(n: int, word: str) -> str:
 
 
 def summary(findings: list[Finding], outcome: Outcome = NOTHING_ELSE) -> str:
-    """The last line(s) of a text report."""
+    """The last line(s) of a text report. A run with errors never says "All checks passed!"."""
     n = len(findings)
-    if not n:
+    if outcome.errors:
+        text = (f"Found {_plural(n, 'finding')}, and {_plural(outcome.errors, 'error')}: not everything was checked."
+                if n else f"{_plural(outcome.errors, 'error')}; no findings in what could be checked.")
+    elif not n:
         text = "All checks passed!"
     else:
         text = f"Found {_plural(n, 'finding')}."
@@ -48,7 +54,8 @@ def summary(findings: list[Finding], outcome: Outcome = NOTHING_ELSE) -> str:
 def write_concise(findings: list[Finding], stream: TextIO, outcome: Outcome = NOTHING_ELSE) -> None:
     for f in findings:
         stream.write(headline(f) + "\n")
-    stream.write(summary(findings, outcome) + "\n")
+    if not outcome.quiet:
+        stream.write(summary(findings, outcome) + "\n")
 
 
 def write_text(findings: list[Finding], stream: TextIO, color: bool | None = None, fixable_hint: bool = True,
@@ -78,4 +85,5 @@ def write_text(findings: list[Finding], stream: TextIO, color: bool | None = Non
             if f.because:
                 console.print(f"[blue]{' ' * gutter} =[/] [cyan]because[/]: {escape(f.because)} ({f.confidence} confidence)")
             console.print()
-    console.print(escape(summary(findings, outcome)))
+    if not outcome.quiet:
+        console.print(escape(summary(findings, outcome)))
