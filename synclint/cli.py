@@ -128,7 +128,7 @@ def _cmd_check(args: argparse.Namespace, argv: list[str] | None) -> int:
 def _replays(args: argparse.Namespace, argv: list[str] | None):
     """Where this command's last output is kept (synclint.cache.replay), or None when it cannot be
     replayed: it reads standard input, writes files, or runs without a cache."""
-    if (argv is None or args.no_cache or args.fix or args.diff or args.add_noqa or args.write_baseline is not None
+    if (argv is None or args.no_cache or args.fix or args.add_noqa or args.write_baseline is not None
             or [str(p) for p in args.paths] == ["-"]):
         return None
     from synclint.cache.replay import Replays, command_key

@@ -145,6 +145,12 @@ class Settings:
         )
 
 
+    def view_key(self) -> str:
+        """The part of the settings that chooses what is shown of the analysis (synclint.view)."""
+        return repr((self.select, self.extend_select, self.ignore, self.per_file_ignores, int(self.min_confidence),
+                     self.ignore_contexts, self.include_tests))
+
+
 def _longest_prefix(code: str, selectors: tuple[str, ...]) -> int:
     best = -1
     for selector in selectors:

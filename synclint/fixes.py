@@ -9,6 +9,7 @@ keeps the text of the last good round.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import stat
 import tempfile
@@ -92,13 +93,18 @@ def add_imports(text: str, imports: set[str]) -> str:
 
 
 def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
-             project: ProjectFile | None = None) -> FixOutcome:
-    """Fix `source` to a fixpoint; returns the new text, counts, and the findings left."""
+             project: ProjectFile | None = None, first: FileResult | None = None) -> FixOutcome:
+    """Fix `source` to a fixpoint; returns the new text, counts, and the findings left.
+    `first`: the check of `source` with these settings and project, when the run has it
+    already (its first round is then not checked again)."""
     text = source.text
     outcome = FixOutcome(text)
     current = source
-    for _ in range(MAX_ROUNDS):
-        result = check_source(current, relpath, settings, project=project)
+    for round_ in range(MAX_ROUNDS):
+        if round_ == 0 and first is not None:
+            result = first
+        else:
+            result = check_source(current, relpath, settings, project=project)
         findings = result.findings
         outcome.hidden_tests, outcome.analysis = result.hidden_tests, result.analysis
         chosen: list[Finding] = []
@@ -153,12 +159,16 @@ class FileFix:
 
 
 def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: bool, debug: bool = False,
-             project: ProjectFile | None = None) -> FileFix:
+             project: ProjectFile | None = None, checked: tuple[bytes, FileResult] | None = None) -> FileFix:
+    """Fix one file (and with `write`, write it). `checked`: the sha256 digest of the bytes a
+    check of this file read and what it found, used as the first round if the file still
+    holds those bytes."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         return FileFix(FileResult(relpath, internal_error=f"{relpath}: cannot read: {exc.strerror or exc}"))
-    fix = fix_bytes(data, relpath, settings, unsafe, debug, project)
+    first = checked[1] if checked is not None and hashlib.sha256(data).digest() == checked[0] else None
+    fix = fix_bytes(data, relpath, settings, unsafe, debug, project, first)
     if write and fix.new_bytes is not None:
         problem = write_atomically(path, data, fix.new_bytes)
         if problem:
@@ -171,14 +181,14 @@ def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: 
 
 
 def fix_bytes(data: bytes, relpath: str, settings: Settings, unsafe: bool, debug: bool = False,
-              project: ProjectFile | None = None) -> FileFix:
+              project: ProjectFile | None = None, first: FileResult | None = None) -> FileFix:
     """Fix a file's bytes in memory; `new_bytes` is the fixed file, None when nothing changed."""
     try:
         source = decode(data)
     except DecodeProblem as exc:
         return FileFix(FileResult(relpath, [problem_finding(PARSE_ERROR, relpath, str(exc), exc.row, exc.column)]))
     try:
-        outcome = fix_text(source, relpath, settings, unsafe, project)
+        outcome = fix_text(source, relpath, settings, unsafe, project, first)
     except Exception:  # never damage a file: fall back to a plain check
         result = check_source(source, relpath, settings, debug=debug, project=project)
         return FileFix(result, problems=[f"{relpath}: fixing failed; file left as it was"])

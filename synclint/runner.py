@@ -91,6 +91,8 @@ class Job:
     shown: str
     settings: Settings
     project: ProjectFile = ProjectFile()
+    # For a fix: the digest of the bytes the run's check read and what it found (fixes.fix_file).
+    checked: tuple[bytes, FileResult] | None = None
 
 
 def _process(job: Job, mode: Mode) -> FileFix:
@@ -107,7 +109,7 @@ def _process(job: Job, mode: Mode) -> FileFix:
         item = FileFix(check_file(path, shown, settings, mode.debug, job.project))
     else:
         unsafe = mode.unsafe or settings.unsafe_fixes
-        item = fix_file(path, shown, settings, unsafe, mode.write, mode.debug, job.project)
+        item = fix_file(path, shown, settings, unsafe, mode.write, mode.debug, job.project, job.checked)
     return _with_noqa_warnings(item, settings)
 
 
@@ -170,8 +172,11 @@ def run_paths(
     work = [Job(path, display_path(path, cwd), settings) for path, settings in targets]
     run.read_files = [os.fspath(job.path) for job in work]
     workers = jobs or os.cpu_count() or 1
-    if mode.add_noqa or not any(job.settings.project_analysis for job in work):
-        results = _check_all(work, mode, cache, workers, progress)
+    if mode.add_noqa:
+        results = _check_all(work, mode, None, workers, progress)
+    elif not any(job.settings.project_analysis for job in work):
+        results = _check_all(work, Mode(debug=mode.debug), cache, workers, progress)
+        results = _fixed(work, results, mode, workers, progress, cache)
     else:
         results = _check_project(work, paths, resolver, mode, cache, workers, progress, cwd, run)
     run.files = [item for item in results if item is not None]
@@ -235,7 +240,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         checked_with = _with_views(jobs, state.index, state.summaries)
         results = _check_all(jobs, check, cache, workers, progress)
         _look_again(jobs, results, lambda: state.index, check, cache, workers, progress, checked_with)
-        return _fixed(jobs, results, mode, workers, progress)
+        return _fixed(jobs, results, mode, workers, progress, cache)
     index_only = _package_files(work, paths, resolver, cwd, run.walked_folders)
     run.read_files += [os.fspath(job.path) for job in index_only]
     jobs, declarations = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
@@ -270,7 +275,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
                 if kept is None or (kept.package_files, kept.files, kept.folders) != (saved.package_files, saved.files,
                                                                                     saved.folders):
                     cache.put(key, saved)
-    return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress)
+    return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress, cache)
 
 
 def _with_views(jobs: list[Job], index: ProjectIndex, summaries: Packed) -> list[str]:
@@ -316,15 +321,53 @@ def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check
     return index_now()
 
 
-def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: bool) -> list[FileFix | None]:
-    """With --fix/--diff: the files whose findings have fixes to apply, fixed with their views."""
-    if mode.fix:
-        fixable = [i for i, item in enumerate(results)
-                   if item is not None and _has_fixes(item.result.findings, jobs[i].settings, mode)]
-        fixed = _check_all([jobs[i] for i in fixable], mode, None, workers, progress)
-        for i, item in zip(fixable, fixed):
-            results[i] = item
+def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: bool,
+           cache: Cache | None = None) -> list[FileFix | None]:
+    """With --fix/--diff: the files whose findings have fixes to apply, fixed with their views.
+
+    Each fix starts from what the run's check found (its first round is not checked again).
+    With --diff, which writes nothing, a file's outcome is cached, keyed as its check is and
+    by the view and the unsafe-ness of the run: `--diff` on a cached tree fixes nothing again.
+    """
+    if not mode.fix:
+        return results
+    todo: list[tuple[int, Job, str | None]] = []
+    for i, item in enumerate(results):
+        if item is None or not _has_fixes(item.result.findings, jobs[i].settings, mode):
+            continue
+        job, key = jobs[i], None
+        if cache is not None:
+            try:
+                digest = cache.digest(job.path)
+            except OSError:
+                digest = None  # the fix reports it
+            if digest is not None:
+                seen = FileResult(job.shown, item.result.findings, analysis=item.result.analysis,
+                                  hidden_tests=item.result.hidden_tests)
+                job = replace(job, checked=(digest, seen))
+                if not mode.write:
+                    key = _fix_key(cache, job, mode)
+                    hit = cache.get(key, FileFix)
+                    if hit is not None:
+                        results[i] = hit
+                        continue
+        todo.append((i, job, key))
+    fixed = _check_all([job for _, job, _ in todo], mode, None, workers, progress)
+    for (i, _, key), item in zip(todo, fixed):
+        results[i] = item
+        if cache is not None and key is not None and item is not None and not item.result.internal_error:
+            cache.put(key, item)
     return results
+
+
+def _fix_key(cache: Cache, job: Job, mode: Mode) -> str:
+    """The key of a --diff outcome: as the file's check entry, and the view and unsafe-ness."""
+    unsafe = mode.unsafe or job.settings.unsafe_fixes
+    view = job.project.view
+    fields = ",".join(sorted(job.project.host_fields))
+    return cache.key(cache.digest(job.path), job.shown, job.settings,
+                     f"diff:{unsafe}:{job.settings.view_key()}:{job.project.module}:{view.digest() if view else ''}:"
+                     f"{fields}")
 
 
 def _listings(folders: set[str]) -> dict[str, tuple[str, ...]]:

@@ -8,6 +8,9 @@ files parsed, not the time, and compare each re-filtered report with a run that 
 
 from __future__ import annotations
 
+import hashlib
+import shutil
+
 import pytest
 from conftest import run_cli
 
@@ -163,3 +166,48 @@ def test_fix_applies_only_the_selected_rules_fixes(tmp_path):
                    cwd=tmp_path)
     changed = [line for line in proc.stdout.splitlines() if line.startswith(("+ ", "- ", "+    ", "-    "))]
     assert changed and all("lens" in line for line in changed), proc.stdout
+
+
+def drop_replays(tree):
+    """Forget the recorded runs (synclint.cache.replay): the next run reads the per-file cache."""
+    for folder in tree.glob(".synclint_cache/v*/replay"):
+        shutil.rmtree(folder)
+
+
+def test_diff_on_a_cached_tree_fixes_each_file_once_then_never_again(tree, analyses):
+    assert check(tree, "--min-confidence", "low", ".").returncode == 1
+    analyses.update(analyse=0, parse=0)
+    diff = ("--diff", "--unsafe-fixes", "--min-confidence", "low")
+    first = check(tree, *diff, ".")
+    assert first.stdout.count("--- pkg/") == 1 and "Would fix 1 finding in 1 file." in first.stderr
+    # The fix starts from the check's findings: only the fixed text is analysed, once.
+    assert analyses["analyse"] == 1
+    for replayed in (True, False):
+        if not replayed:
+            drop_replays(tree)
+        analyses.update(analyse=0, parse=0)
+        again = check(tree, *diff, ".")
+        assert analyses == {"analyse": 0, "parse": 0}
+        assert (again.returncode, again.stdout, again.stderr) == (first.returncode, first.stdout, first.stderr)
+    drop_replays(tree)
+    # Another view is another diff: the fix is worked out again, from the cached check.
+    analyses.update(analyse=0, parse=0)
+    other = check(tree, *diff, "--ignore", "SYNC102", ".")
+    assert other.stdout == "" and "Would fix 0 findings in 0 files." in other.stderr
+    assert analyses == {"analyse": 0, "parse": 0}
+    assert check(tree, *diff, ".").stdout == first.stdout
+
+
+def test_a_fix_does_not_trust_a_check_of_other_bytes(tree):
+    """A fix starts from the run's check only if the file still holds the bytes that check read."""
+    from synclint.config import build_settings
+    from synclint.engine import FileResult
+    from synclint.fixes import fix_file
+
+    train = tree / "pkg" / "train.py"
+    settings = build_settings({"min-confidence": "low"}, tree, None)
+    nothing = FileResult("pkg/train.py", [], analysis=[])  # a check that found nothing to fix
+    stale = (hashlib.sha256(b"other bytes").digest(), nothing)
+    assert fix_file(train, "pkg/train.py", settings, True, False, checked=stale).fixed == {"SYNC102": 1}
+    current = (hashlib.sha256(train.read_bytes()).digest(), nothing)
+    assert not fix_file(train, "pkg/train.py", settings, True, False, checked=current).fixed
