@@ -6,7 +6,6 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,13 +20,13 @@ from synclint.files import PathProblem, Target, discover, relative_to_root
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.model import Applicability
 from synclint.noqa import unknown_codes
+from synclint.progress import OFF, Progress
 from synclint.project.facts import ProjectFile, ProjectView
 from synclint.project.index import ProjectIndex
 from synclint.project.placement import imported_modules, module_name, package_root
 from synclint.view import View
 
 FILES_PER_BATCH = 8
-PROGRESS_MIN_FILES = 200  # shorter runs end before a bar helps
 
 
 @dataclass
@@ -163,7 +162,7 @@ def collect(paths: list[Path], resolver: SettingsResolver, force_exclude: bool,
 
 def run_paths(
     paths: list[Path], resolver: SettingsResolver, mode: Mode, *, jobs: int | None = None,
-    force_exclude: bool = False, cwd: Path | None = None, cache: Cache | None = None, progress: bool = False,
+    force_exclude: bool = False, cwd: Path | None = None, cache: Cache | None = None, progress: Progress = OFF,
 ) -> RunResult:
     cwd = cwd or Path.cwd()
     cache = cache.for_run() if cache is not None else None
@@ -184,16 +183,18 @@ def run_paths(
     return run
 
 
-def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, progress: bool) -> list[FileFix | None]:
-    """Each job checked (or fixed) once, through the cache; the results in the jobs' order."""
+def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, progress: Progress,
+               label: str = "checking") -> list[FileFix | None]:
+    """Each job checked (or fixed) once, through the cache; the results in the jobs' order.
+    `label`: what the progress display says of this phase."""
     results: list[FileFix | None] = [None] * len(work)
     keys: dict[int, str] = {}
     if cache is not None and not mode.add_noqa:
         keys = _from_cache(work, results, cache, mode)
     pending = [i for i, item in enumerate(results) if item is None]
-    with _progress(len(pending), progress) as advance:
-        for i, item in _process_all([(i, work[i]) for i in pending], workers, mode, advance):
-            results[i] = item
+    advance = progress.phase(label, len(work), len(work) - len(pending))
+    for i, item in _process_all([(i, work[i]) for i in pending], workers, mode, advance):
+        results[i] = item
     if cache is not None:
         for i, key in keys.items():
             item = results[i]
@@ -208,7 +209,7 @@ MAX_PROJECT_ROUNDS = 3
 
 
 def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver, mode: Mode, cache: Cache | None,
-                   workers: int, progress: bool, cwd: Path, run: RunResult) -> list[FileFix | None]:
+                   workers: int, progress: Progress, cwd: Path, run: RunResult) -> list[FileFix | None]:
     """Checks with project analysis (synclint.project).
 
     1. Every checked file, and every other file of the packages they belong to, is checked
@@ -242,6 +243,8 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         _look_again(jobs, results, lambda: state.index, check, cache, workers, progress, checked_with)
         return _fixed(jobs, results, mode, workers, progress, cache)
     index_only = _package_files(work, paths, resolver, cwd, run.walked_folders)
+    packages = sorted({root.name for job in work if job.settings.project_analysis
+                       and (root := package_root(job.path)) is not None})
     run.read_files += [os.fspath(job.path) for job in index_only]
     jobs, declarations = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
                                            cache.read if cache is not None else Path.read_bytes)
@@ -252,7 +255,11 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         # The same files as a run that ended with this index: only the checked files' views are needed.
         jobs = jobs[: len(work)]
         _with_views(jobs, snapshot.index, snapshot.summaries)
-    results = _check_all(jobs, check, cache, workers, progress)
+    label = "checking"
+    if snapshot is None and packages:  # the first look at these packages (or at the files that changed in them)
+        named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
+        label = f"checking; indexing {named} once for project analysis"
+    results = _check_all(jobs, check, cache, workers, progress, label)
     if snapshot is None:
         index = _look_again(jobs, results, lambda: _index_of(results), check, cache, workers, progress)
         if cache is not None and snapshot_key:
@@ -296,7 +303,7 @@ def _given_view(job: Job, view: ProjectView | None) -> tuple[Job, str]:
 
 
 def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check: Mode, cache: Cache | None,
-                workers: int, progress: bool, checked_with: list[str] | None = None) -> ProjectIndex:
+                workers: int, progress: Progress, checked_with: list[str] | None = None) -> ProjectIndex:
     """Check again, with its view of `index_now()` (asked each round), each file whose view
     changed, for at most MAX_PROJECT_ROUNDS rounds; `results` are updated in place. Returns
     the last index. `checked_with`: the digest of the view each result was checked with
@@ -315,13 +322,14 @@ def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check
                 again.append(i)
         if not again:
             return index
-        redone = _check_all([jobs[i] for i in again], check, cache, workers, progress)
+        redone = _check_all([jobs[i] for i in again], check, cache, workers, progress,
+                            "project analysis: a second look at the files that use other files' facts")
         for i, item in zip(again, redone):
             results[i] = item
     return index_now()
 
 
-def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: bool,
+def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: Progress,
            cache: Cache | None = None) -> list[FileFix | None]:
     """With --fix/--diff: the files whose findings have fixes to apply, fixed with their views.
 
@@ -352,7 +360,8 @@ def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: 
                         results[i] = hit
                         continue
         todo.append((i, job, key))
-    fixed = _check_all([job for _, job, _ in todo], mode, None, workers, progress)
+    fixed = _check_all([job for _, job, _ in todo], mode, None, workers, progress,
+                       "fixing" if mode.write else "working out the fixes")
     for (i, _, key), item in zip(todo, fixed):
         results[i] = item
         if cache is not None and key is not None and item is not None and not item.result.internal_error:
@@ -522,25 +531,6 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
             results[i] = FileFix(FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings,
                                             hidden_tests=hidden), problems=list(entry.warnings))
     return misses
-
-
-@contextmanager
-def _progress(total: int, enabled: bool):
-    """A rich progress bar on stderr for long runs on a terminal; nothing in pipes and CI logs."""
-    if not enabled or total < PROGRESS_MIN_FILES:
-        yield lambda n: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = Console(stderr=True)
-    if not console.is_terminal or console.is_dumb_terminal:
-        yield lambda n: None
-        return
-    with Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True) as bar:
-        task = bar.add_task("files", total=total)
-        yield lambda n: bar.advance(task, n)
 
 
 def _collect_problems(run: RunResult) -> None:
