@@ -3,16 +3,16 @@
 The fixture kernels ship inside the wheel (synclint/fixtures), and the extra installs what
 verify and the fixtures import. The test builds ONE fresh virtual environment per run (marked
 `fresh_venv`) and installs a copy of the checkout into it with pip, extra and all (a copy: pip
-builds in the source tree, and the checkout stays as it is).
+builds in the source tree, and the checkout stays as it is). torch is pinned to the test
+environment's own build (`torch==2.13.0+cpu` in CI), which pip takes from its cache: about 40 s
+on a quiet 2-core machine, two and a half minutes on a loaded one.
 
-Installing torch into a fresh environment takes minutes on a loaded machine (its CPU wheel
-unpacks to about a gigabyte), so by default the fresh environment sees the test environment's
-packages through a `.pth` file: pip then finds the extra's requirements installed and installs
-synclint alone, built from the copy, into the fresh environment. That cannot show a requirement
-missing from the extra (the test environment has numpy anyway), so
-`test_the_verify_extra_declares_what_verify_imports` checks the declared requirements against
-the imports. `SYNCLINT_FRESH_VENV=isolated` installs everything into the fresh environment
-instead (torch pinned to the test environment's version, from pip's cache).
+Where that is too slow, `SYNCLINT_FRESH_VENV=shared` lets the fresh environment see the test
+environment's packages through a `.pth` file: pip then finds the extra's requirements installed
+and installs synclint alone (about 20 s). That cannot show a requirement missing from the extra
+(the test environment has numpy anyway), which is why
+`test_the_verify_extra_declares_what_verify_imports` also checks the declared requirements
+against the imports.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pytest
 from conftest import REPO
 
 pytestmark = pytest.mark.fresh_venv
-ISOLATED = os.environ.get("SYNCLINT_FRESH_VENV") == "isolated"
+SHARED = os.environ.get("SYNCLINT_FRESH_VENV") == "shared"
 
 
 def _run(args: list, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
@@ -59,8 +59,8 @@ def installed(tmp_path_factory) -> Path:
     bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
     python = bin_dir / ("python.exe" if os.name == "nt" else "python")
     requirements = [f"{checkout}[verify]"]
-    if ISOLATED:
-        requirements.insert(0, f"torch=={torch.__version__.split('+')[0]}")
+    if not SHARED:
+        requirements.insert(0, f"torch=={torch.__version__}")  # this build: pip's cache has it
     else:
         # After the fresh environment's own site-packages: the test environment's, for torch and numpy.
         purelib = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], base)
