@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import run_cli, run_json, run_process
 
 OVERFLOW = """import torch
