@@ -75,6 +75,8 @@ def _overrides(args: argparse.Namespace) -> dict:
         overrides["unsafe-fixes"] = args.unsafe_fixes
     if args.no_project_analysis:
         overrides["project-analysis"] = False
+    if args.include_tests is not None:
+        overrides["include-tests"] = args.include_tests
     return overrides
 
 
@@ -128,7 +130,7 @@ def _cmd_check(args: argparse.Namespace, argv: list[str] | None) -> int:
 def _replays(args: argparse.Namespace, argv: list[str] | None):
     """Where this command's last output is kept (synclint.cache.replay), or None when it cannot be
     replayed: it reads standard input, writes files, or runs without a cache."""
-    if (argv is None or args.no_cache or args.fix or args.diff or args.add_noqa or args.write_baseline is not None
+    if (argv is None or args.no_cache or args.fix or args.add_noqa or args.write_baseline is not None
             or [str(p) for p in args.paths] == ["-"]):
         return None
     from synclint.cache.replay import Replays, command_key
@@ -162,6 +164,7 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
     """The check itself; the folders and files its output depends on are added to `read`, with
     the signatures the run already took of some of them."""
     from synclint.config import ConfigError, SettingsResolver
+    from synclint.progress import Progress, wanted
     from synclint.runner import Mode, run_paths, run_stdin
 
     stdin = [str(p) for p in args.paths] == ["-"]
@@ -176,9 +179,12 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
             data = sys.stdin.buffer.read()
             run = run_stdin(data, args.stdin_filename, resolver, mode, cwd)
         else:
-            run = run_paths(args.paths or [Path(".")], resolver, mode, jobs=args.jobs,
-                            force_exclude=args.force_exclude, cwd=cwd, cache=_cache(args, settings),
-                            progress=not os.environ.get("CI"))
+            shown = wanted(quiet=args.quiet, output_format=settings.output_format,
+                           output_file=args.output_file is not None and not args.diff)
+            with Progress(shown) as progress:  # erased before anything else is printed
+                run = run_paths(args.paths or [Path(".")], resolver, mode, jobs=args.jobs,
+                                force_exclude=args.force_exclude, cwd=cwd, cache=_cache(args, settings),
+                                progress=progress)
     except ConfigError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -230,12 +236,15 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         if args.statistics:
             from synclint.report.statistics import write_statistics
 
-            write_statistics(findings, stream)
+            write_statistics(findings, stream, run.hidden_tests)
         else:
             from synclint.report import render
+            from synclint.report.text import Outcome
 
             color = False if close else None
-            render(settings.output_format, findings, stream, color=color, rules=settings.enabled_rules())
+            outcome = Outcome(run.hidden_tests, len(run.problems), args.quiet)
+            render(settings.output_format, findings, stream, color=color, rules=settings.enabled_rules(),
+                   outcome=outcome)
     finally:
         if close:
             stream.close()
@@ -243,7 +252,7 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         print(f"synclint: {len(missed)} sync site(s) seen at runtime that no rule found:", file=sys.stderr)
         for site in missed:
             print(f"  {site.shown(cwd)}: {site.op} ({site.count}x)", file=sys.stderr)
-    if args.fix:
+    if args.fix and not args.quiet:
         _print_fix_summary(run, findings)
     for problem in run.problems:
         print(f"synclint: error: {problem}", file=sys.stderr)
@@ -261,8 +270,9 @@ def _report_diff(run, args) -> int:
     for diff in diffs:
         sys.stdout.write(diff if diff.endswith("\n") else diff + "\n")
     fixed = sum(run.fixed.values())
-    print(f"Would fix {fixed} finding{'s' if fixed != 1 else ''} in {len(diffs)} file{'s' if len(diffs) != 1 else ''}.",
-          file=sys.stderr)
+    if not args.quiet:
+        print(f"Would fix {fixed} finding{'s' if fixed != 1 else ''} in {len(diffs)} file{'s' if len(diffs) != 1 else ''}.",
+              file=sys.stderr)
     for problem in run.problems:
         print(f"synclint: error: {problem}", file=sys.stderr)
     if run.problems:

@@ -49,6 +49,8 @@ CORE_KEYS: dict[str, Key] = {
     "output-format": Key(str, None, "text, concise, json, sarif or github"),
     "allow-sync-contexts": Key(list, str, "context managers inside which syncs are meant"),
     "ignore-contexts": Key(list, str, f"finding contexts to drop: {', '.join(CONTEXTS)}"),
+    "include-tests": Key(bool, None, "report findings in test code (tests/, test_*.py, *_test.py, conftest.py, "
+                                     "functions named test_*), quiet by default"),
     "extend-rules": Key(list, str, "folders of your own rule modules"),
     "host-name-patterns": Key(list, str, "name globs of host values (default *_cpu, *_np, *_host, ...)"),
     "device-name-patterns": Key(list, str, "name globs of device tensors (default *_gpu, *_cuda, ...)"),
@@ -83,6 +85,8 @@ class Settings:
     output_format: str = "text"
     allow_sync_contexts: tuple[str, ...] = ("gpu_sync_allowed",)
     ignore_contexts: tuple[str, ...] = ()
+    # A sync in a test slows no training step and no server: test code is quiet unless asked for.
+    include_tests: bool = False
     extend_rules: tuple[Path, ...] = ()
     host_name_patterns: tuple[str, ...] | None = None
     device_name_patterns: tuple[str, ...] | None = None
@@ -124,22 +128,27 @@ class Settings:
         return glob_spec(self.exclude + self.extend_exclude).match_file(relpath + "/" if is_dir else relpath)
 
     def cache_key(self) -> str:
-        """The part of the settings that changes a file's findings."""
+        """The part of the settings that changes a file's analysis. What only chooses which findings
+        are shown (the selection, `min-confidence`, `per-file-ignores`, `ignore-contexts`,
+        `include-tests`: synclint.view) is not part of it: the cache keeps every rule's findings at
+        every confidence, and a run with another view filters them again without checking again."""
         return repr(
             (
-                sorted(r.code for r in self.enabled_rules()),
-                self.per_file_ignores,
-                int(self.min_confidence),
+                sorted(r.code for r in self.rules),
                 self.allow_sync_contexts,
-                self.ignore_contexts,
                 self.host_name_patterns,
                 self.device_name_patterns,
                 self.rule_options,
-                self.unsafe_fixes,
                 self.max_file_size,
                 self.project_analysis,
             )
         )
+
+
+    def view_key(self) -> str:
+        """The part of the settings that chooses what is shown of the analysis (synclint.view)."""
+        return repr((self.select, self.extend_select, self.ignore, self.per_file_ignores, int(self.min_confidence),
+                     self.ignore_contexts, self.include_tests))
 
 
 def _longest_prefix(code: str, selectors: tuple[str, ...]) -> int:

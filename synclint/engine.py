@@ -57,6 +57,10 @@ class FileResult:
     # the cache keeps it, its pickle, unpickled when first asked for: a warm run that finds its
     # project index kept asks for none (nine tenths of the time it took to read the results).
     summary_data: ModuleSummary | bytes | None = None
+    # Every finding of the file's analysis, before the view (synclint.view) chose `findings`:
+    # what the cache keeps (None: not analysed here, as a fix's result after changes).
+    analysis: list[Finding] | None = None
+    hidden_tests: int = 0  # findings in test code that the view left out (`include-tests` off)
 
     @property
     def summary(self) -> ModuleSummary | None:
@@ -399,8 +403,10 @@ def check_text(
     text: str, relpath: str, settings: Settings, rules: list[type[Rule]] | None = None, source: SourceText | None = None,
     project: ProjectFile | None = None,
 ) -> list[Finding]:
-    """Findings for decoded source text (raises libcst's ParserSyntaxError on bad syntax)."""
-    return analyse(text, relpath, settings, rules, project)[0]
+    """The findings `settings` shows for decoded source text (raises libcst's ParserSyntaxError on bad syntax)."""
+    from synclint.view import visible
+
+    return visible(analyse(text, relpath, settings, rules, project)[0], relpath, settings)[0]
 
 
 def analyse(
@@ -409,11 +415,13 @@ def analyse(
 ) -> tuple[list[Finding], ModuleSummary | None]:
     """Findings for decoded source text, and the file's summary for the project index.
 
-    The rules whose findings make the host wait (`Rule.syncs`) run even when not selected,
-    since what a function syncs must not depend on which findings a user wants to see;
-    only the selected rules' reports become findings.
+    The findings are those of every rule (or of `rules`), selected or not, at every confidence,
+    in every context and whatever `per-file-ignores` says: the cache keeps them, and the view
+    (synclint.view) chooses what a run shows. The rules whose findings make the host wait
+    (`Rule.syncs`) run even when `rules` leaves them out, since what a function syncs must not
+    depend on which findings a user wants to see.
     """
-    enabled = rules if rules is not None else settings.enabled_rules()
+    enabled = rules if rules is not None else list(settings.rules)
     walked = list(enabled)
     if settings.project_analysis:
         walked += [rule for rule in settings.rules if rule.syncs and rule not in enabled]
@@ -438,26 +446,20 @@ def analyse(
     ctx.reports = [(rule, report) for rule, report in ctx.reports if rule.code in codes]
     if not ctx.reports:
         return [], summary
-    return _to_findings(ctx, text, relpath, settings), summary
+    return _to_findings(ctx, text, relpath), summary
 
 
-def _to_findings(ctx: FileContext, text: str, relpath: str, settings: Settings) -> list[Finding]:
-    ignored_here = settings.ignored_in_file(relpath)
-    # The filters that need no position come first (low confidence, contexts, per-file
-    # ignores): positions are computed only for what is left.
-    reports = [
-        (rule, report)
-        for rule, report in ctx.reports
-        if not (report.allowed or report.confidence < settings.min_confidence)
-        and report.context not in settings.ignore_contexts
-        and not any(rule.code.startswith(prefix) for prefix in ignored_here)
-    ]
+def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
+    """Every report as a finding, but those inside `with gpu_sync_allowed():` and those a
+    `# noqa` silences; sorted, in the order reported where they share a place (the view keeps
+    the first of a code and place that it shows)."""
+    reports = [(rule, report) for rule, report in ctx.reports if not report.allowed]
     if not reports:
         return []
     positions = _positions(ctx.module, text, [report for _, report in reports])
     noqa = parse_noqa(text)
     lines = text.splitlines()
-    findings: dict[tuple, Finding] = {}
+    findings: dict[tuple, Finding] = {}  # one per code, place, confidence and context
     for rule, report in reports:
         span = positions[report.node]
         row = span.start.line
@@ -478,7 +480,7 @@ def _to_findings(ctx: FileContext, text: str, relpath: str, settings: Settings) 
             noqa_row=row,
             source_line=lines[row - 1] if row - 1 < len(lines) else "",
         )
-        key = (finding.code, row, finding.location.column, finding.end_location)
+        key = (finding.code, row, finding.location.column, finding.end_location, finding.confidence, finding.context)
         findings.setdefault(key, finding)
     return sorted(findings.values(), key=lambda f: f.sort_key)
 
@@ -609,13 +611,28 @@ def check_bytes(data: bytes, relpath: str, settings: Settings, debug: bool = Fal
         source = decode(data)
     except DecodeProblem as exc:
         result.findings.append(problem_finding(PARSE_ERROR, relpath, str(exc), exc.row, exc.column))
-        return result
+        return _viewed(result, settings)
     result.source = source
     return check_source(source, relpath, settings, result, debug, project)
 
 
+def _viewed(result: FileResult, settings: Settings) -> FileResult:
+    """The result with its findings as the view shows them, every finding kept in `analysis`."""
+    from synclint.view import visible
+
+    result.analysis = result.findings
+    result.findings, result.hidden_tests = visible(result.analysis, result.path, settings)
+    return result
+
+
 def check_source(source: SourceText, relpath: str, settings: Settings, result: FileResult | None = None,
                  debug: bool = False, project: ProjectFile | None = None) -> FileResult:
+    """The file's findings as `settings` shows them (`findings`), and all of them (`analysis`)."""
+    return _viewed(_analyse_source(source, relpath, settings, result, debug, project), settings)
+
+
+def _analyse_source(source: SourceText, relpath: str, settings: Settings, result: FileResult | None,
+                    debug: bool, project: ProjectFile | None) -> FileResult:
     result = result or FileResult(relpath, source=source)
     problem = too_complex(source.text)
     if problem is not None:

@@ -9,6 +9,7 @@ keeps the text of the last good round.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import stat
 import tempfile
@@ -33,6 +34,8 @@ class FixOutcome:
     fixed: Counter = field(default_factory=Counter)  # code -> fixes applied
     remaining: list[Finding] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # why fixes were not applied
+    hidden_tests: int = 0  # of the last check: findings in test code the view left out
+    analysis: list[Finding] | None = None  # of the last check: every finding, before the view
 
 
 def _offsets(text: str) -> list[int]:
@@ -102,14 +105,20 @@ def apply_fixes(text: str, fixes: list[Fix], relpath: str, newline: str = "\n") 
 
 
 def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
-             project: ProjectFile | None = None) -> FixOutcome:
-    """Fix `source` to a fixpoint; returns the new text, counts, and the findings left."""
+             project: ProjectFile | None = None, first: FileResult | None = None) -> FixOutcome:
+    """Fix `source` to a fixpoint; returns the new text, counts, and the findings left.
+    `first`: the check of `source` with these settings and project, when the run has it
+    already (its first round is then not checked again)."""
     text = source.text
     outcome = FixOutcome(text)
     current = source
-    for _ in range(MAX_ROUNDS):
-        result = check_source(current, relpath, settings, project=project)
+    for round_ in range(MAX_ROUNDS):
+        if round_ == 0 and first is not None:
+            result = first
+        else:
+            result = check_source(current, relpath, settings, project=project)
         findings = result.findings
+        outcome.hidden_tests, outcome.analysis = result.hidden_tests, result.analysis
         chosen: list[Finding] = []
         for finding in findings:
             fix = finding.fix
@@ -139,7 +148,8 @@ def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
         outcome.fixed.update(f.code for f in chosen)
         current = SourceText(new_text, source.encoding, source.bom, source.newline)
     else:
-        outcome.remaining = check_source(current, relpath, settings, project=project).findings
+        result = check_source(current, relpath, settings, project=project)
+        outcome.remaining, outcome.hidden_tests, outcome.analysis = result.findings, result.hidden_tests, result.analysis
     outcome.text = current.text
     return outcome
 
@@ -157,12 +167,16 @@ class FileFix:
 
 
 def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: bool, debug: bool = False,
-             project: ProjectFile | None = None) -> FileFix:
+             project: ProjectFile | None = None, checked: tuple[bytes, FileResult] | None = None) -> FileFix:
+    """Fix one file (and with `write`, write it). `checked`: the sha256 digest of the bytes a
+    check of this file read and what it found, used as the first round if the file still
+    holds those bytes."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         return FileFix(FileResult(relpath, internal_error=f"{relpath}: cannot read: {exc.strerror or exc}"))
-    fix = fix_bytes(data, relpath, settings, unsafe, debug, project)
+    first = checked[1] if checked is not None and hashlib.sha256(data).digest() == checked[0] else None
+    fix = fix_bytes(data, relpath, settings, unsafe, debug, project, first)
     if write and fix.new_bytes is not None:
         problem = write_atomically(path, data, fix.new_bytes)
         if problem:
@@ -175,18 +189,19 @@ def fix_file(path: Path, relpath: str, settings: Settings, unsafe: bool, write: 
 
 
 def fix_bytes(data: bytes, relpath: str, settings: Settings, unsafe: bool, debug: bool = False,
-              project: ProjectFile | None = None) -> FileFix:
+              project: ProjectFile | None = None, first: FileResult | None = None) -> FileFix:
     """Fix a file's bytes in memory; `new_bytes` is the fixed file, None when nothing changed."""
     try:
         source = decode(data)
     except DecodeProblem as exc:
         return FileFix(FileResult(relpath, [problem_finding(PARSE_ERROR, relpath, str(exc), exc.row, exc.column)]))
     try:
-        outcome = fix_text(source, relpath, settings, unsafe, project)
+        outcome = fix_text(source, relpath, settings, unsafe, project, first)
     except Exception:  # never damage a file: fall back to a plain check
         result = check_source(source, relpath, settings, debug=debug, project=project)
         return FileFix(result, problems=[f"{relpath}: fixing failed; file left as it was"])
-    result = FileResult(relpath, outcome.remaining, source=source)
+    result = FileResult(relpath, outcome.remaining, source=source, hidden_tests=outcome.hidden_tests,
+                        analysis=outcome.analysis if outcome.text == source.text else None)
     if result.findings and any(f.code == "SYNC001" for f in result.findings):
         result.internal_error = f"{relpath}: internal error while fixing"
     fix = FileFix(result, outcome.fixed, problems=list(outcome.dropped))

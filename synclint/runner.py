@@ -6,7 +6,6 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,12 +20,13 @@ from synclint.files import PathProblem, Target, discover, relative_to_root
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.model import Applicability
 from synclint.noqa import unknown_codes
+from synclint.progress import OFF, Progress
 from synclint.project.facts import ProjectFile, ProjectView
 from synclint.project.index import ProjectIndex
 from synclint.project.placement import imported_modules, module_name, package_root
+from synclint.view import View
 
 FILES_PER_BATCH = 8
-PROGRESS_MIN_FILES = 200  # shorter runs end before a bar helps
 
 
 @dataclass
@@ -41,6 +41,11 @@ class RunResult:
     @property
     def findings(self):
         return sorted((f for r in self.files for f in r.result.findings), key=lambda f: f.sort_key)
+
+    @property
+    def hidden_tests(self) -> int:
+        """Findings in test code that the view left out (`include-tests` off)."""
+        return sum(item.result.hidden_tests for item in self.files)
 
     @property
     def fixed(self):
@@ -85,6 +90,8 @@ class Job:
     shown: str
     settings: Settings
     project: ProjectFile = ProjectFile()
+    # For a fix: the digest of the bytes the run's check read and what it found (fixes.fix_file).
+    checked: tuple[bytes, FileResult] | None = None
 
 
 def _process(job: Job, mode: Mode) -> FileFix:
@@ -101,7 +108,7 @@ def _process(job: Job, mode: Mode) -> FileFix:
         item = FileFix(check_file(path, shown, settings, mode.debug, job.project))
     else:
         unsafe = mode.unsafe or settings.unsafe_fixes
-        item = fix_file(path, shown, settings, unsafe, mode.write, mode.debug, job.project)
+        item = fix_file(path, shown, settings, unsafe, mode.write, mode.debug, job.project, job.checked)
     return _with_noqa_warnings(item, settings)
 
 
@@ -194,12 +201,13 @@ def _check_data(data: bytes, job: Job, cache: Cache | None, store: bool, debug: 
     key = _entry_key(cache, job, hashlib.sha256(data).digest()) if cache is not None else None
     entry = cache.get(key, Entry) if cache is not None and key is not None else None
     if entry is not None:
-        return FileResult(job.shown, list(entry.findings), summary_data=entry.summary)
+        findings, hidden = View(job.settings).shown(entry.findings, job.shown)
+        return FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings, hidden_tests=hidden)
     result = check_bytes(data, job.shown, job.settings, debug, job.project)
     if store and cache is not None and key is not None and not result.internal_error:
         summary = result.summary
         item = _with_noqa_warnings(FileFix(result), job.settings)  # as `_process` stores it
-        cache.put(key, Entry.of(item.result.findings, item.problems, summary))
+        cache.put(key, Entry.of(result.analysis or [], item.problems, summary))
     return result
 
 
@@ -222,7 +230,7 @@ def collect(paths: list[Path], resolver: SettingsResolver, force_exclude: bool,
 
 def run_paths(
     paths: list[Path], resolver: SettingsResolver, mode: Mode, *, jobs: int | None = None,
-    force_exclude: bool = False, cwd: Path | None = None, cache: Cache | None = None, progress: bool = False,
+    force_exclude: bool = False, cwd: Path | None = None, cache: Cache | None = None, progress: Progress = OFF,
 ) -> RunResult:
     cwd = cwd or Path.cwd()
     cache = cache.for_run() if cache is not None else None
@@ -231,8 +239,11 @@ def run_paths(
     work = [Job(path, display_path(path, cwd), settings) for path, settings in targets]
     run.read_files = [os.fspath(job.path) for job in work]
     workers = jobs or os.cpu_count() or 1
-    if mode.add_noqa or not any(job.settings.project_analysis for job in work):
-        results = _check_all(work, mode, cache, workers, progress)
+    if mode.add_noqa:
+        results = _check_all(work, mode, None, workers, progress)
+    elif not any(job.settings.project_analysis for job in work):
+        results = _check_all(work, Mode(debug=mode.debug), cache, workers, progress)
+        results = _fixed(work, results, mode, workers, progress, cache)
     else:
         results = _check_project(work, paths, resolver, mode, cache, workers, progress, cwd, run)
     run.files = [item for item in results if item is not None]
@@ -240,21 +251,25 @@ def run_paths(
     return run
 
 
-def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, progress: bool) -> list[FileFix | None]:
-    """Each job checked (or fixed) once, through the cache; the results in the jobs' order."""
+def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, progress: Progress,
+               label: str = "checking") -> list[FileFix | None]:
+    """Each job checked (or fixed) once, through the cache; the results in the jobs' order.
+    `label`: what the progress display says of this phase."""
     results: list[FileFix | None] = [None] * len(work)
     keys: dict[int, str] = {}
     if cache is not None and not mode.add_noqa:
         keys = _from_cache(work, results, cache, mode)
     pending = [i for i, item in enumerate(results) if item is None]
-    with _progress(len(pending), progress) as advance:
-        for i, item in _process_all([(i, work[i]) for i in pending], workers, mode, advance):
-            results[i] = item
+    advance = progress.phase(label, len(work), len(work) - len(pending))
+    for i, item in _process_all([(i, work[i]) for i in pending], workers, mode, advance):
+        results[i] = item
     if cache is not None:
         for i, key in keys.items():
             item = results[i]
-            if item is not None and not item.result.internal_error and not item.fixed and not item.diff:
-                cache.put(key, Entry.of(item.result.findings, item.problems, item.result.summary))
+            if (item is not None and not item.result.internal_error and not item.fixed and not item.diff
+                    and (item.result.analysis is not None or not item.result.findings)):
+                analysis = item.result.analysis if item.result.analysis is not None else []
+                cache.put(key, Entry.of(analysis, item.problems, item.result.summary))
     return results
 
 
@@ -262,7 +277,7 @@ MAX_PROJECT_ROUNDS = 3
 
 
 def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver, mode: Mode, cache: Cache | None,
-                   workers: int, progress: bool, cwd: Path, run: RunResult) -> list[FileFix | None]:
+                   workers: int, progress: Progress, cwd: Path, run: RunResult) -> list[FileFix | None]:
     """Checks with project analysis (synclint.project).
 
     1. Every checked file, and every other file of the packages they belong to, is checked
@@ -294,8 +309,10 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         checked_with = _with_views(jobs, state.index, state.summaries)
         results = _check_all(jobs, check, cache, workers, progress)
         _look_again(jobs, results, lambda: state.index, check, cache, workers, progress, checked_with)
-        return _fixed(jobs, results, mode, workers, progress)
+        return _fixed(jobs, results, mode, workers, progress, cache)
     index_only = _package_files(work, paths, resolver, cwd, run.walked_folders)
+    packages = sorted({root.name for job in work if job.settings.project_analysis
+                       and (root := package_root(job.path)) is not None})
     run.read_files += [os.fspath(job.path) for job in index_only]
     jobs, declarations = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
                                            cache.read if cache is not None else Path.read_bytes)
@@ -306,7 +323,11 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         # The same files as a run that ended with this index: only the checked files' views are needed.
         jobs = jobs[: len(work)]
         _with_views(jobs, snapshot.index, snapshot.summaries)
-    results = _check_all(jobs, check, cache, workers, progress)
+    label = "checking"
+    if snapshot is None and packages:  # the first look at these packages (or at the files that changed in them)
+        named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
+        label = f"checking; indexing {named} once for project analysis"
+    results = _check_all(jobs, check, cache, workers, progress, label)
     if snapshot is None:
         index = _look_again(jobs, results, lambda: _index_of(results), check, cache, workers, progress)
         if cache is not None and snapshot_key:
@@ -329,7 +350,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
                 if kept is None or (kept.package_files, kept.files, kept.folders) != (saved.package_files, saved.files,
                                                                                     saved.folders):
                     cache.put(key, saved)
-    return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress)
+    return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress, cache)
 
 
 def _with_views(jobs: list[Job], index: ProjectIndex, summaries: Packed) -> list[str]:
@@ -350,7 +371,7 @@ def _given_view(job: Job, view: ProjectView | None) -> tuple[Job, str]:
 
 
 def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check: Mode, cache: Cache | None,
-                workers: int, progress: bool, checked_with: list[str] | None = None) -> ProjectIndex:
+                workers: int, progress: Progress, checked_with: list[str] | None = None) -> ProjectIndex:
     """Check again, with its view of `index_now()` (asked each round), each file whose view
     changed, for at most MAX_PROJECT_ROUNDS rounds; `results` are updated in place. Returns
     the last index. `checked_with`: the digest of the view each result was checked with
@@ -369,21 +390,61 @@ def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check
                 again.append(i)
         if not again:
             return index
-        redone = _check_all([jobs[i] for i in again], check, cache, workers, progress)
+        redone = _check_all([jobs[i] for i in again], check, cache, workers, progress,
+                            "project analysis: a second look at the files that use other files' facts")
         for i, item in zip(again, redone):
             results[i] = item
     return index_now()
 
 
-def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: bool) -> list[FileFix | None]:
-    """With --fix/--diff: the files whose findings have fixes to apply, fixed with their views."""
-    if mode.fix:
-        fixable = [i for i, item in enumerate(results)
-                   if item is not None and _has_fixes(item.result.findings, jobs[i].settings, mode)]
-        fixed = _check_all([jobs[i] for i in fixable], mode, None, workers, progress)
-        for i, item in zip(fixable, fixed):
-            results[i] = item
+def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: Progress,
+           cache: Cache | None = None) -> list[FileFix | None]:
+    """With --fix/--diff: the files whose findings have fixes to apply, fixed with their views.
+
+    Each fix starts from what the run's check found (its first round is not checked again).
+    With --diff, which writes nothing, a file's outcome is cached, keyed as its check is and
+    by the view and the unsafe-ness of the run: `--diff` on a cached tree fixes nothing again.
+    """
+    if not mode.fix:
+        return results
+    todo: list[tuple[int, Job, str | None]] = []
+    for i, item in enumerate(results):
+        if item is None or not _has_fixes(item.result.findings, jobs[i].settings, mode):
+            continue
+        job, key = jobs[i], None
+        if cache is not None:
+            try:
+                digest = cache.digest(job.path)
+            except OSError:
+                digest = None  # the fix reports it
+            if digest is not None:
+                seen = FileResult(job.shown, item.result.findings, analysis=item.result.analysis,
+                                  hidden_tests=item.result.hidden_tests)
+                job = replace(job, checked=(digest, seen))
+                if not mode.write:
+                    key = _fix_key(cache, job, mode)
+                    hit = cache.get(key, FileFix)
+                    if hit is not None:
+                        results[i] = hit
+                        continue
+        todo.append((i, job, key))
+    fixed = _check_all([job for _, job, _ in todo], mode, None, workers, progress,
+                       "fixing" if mode.write else "working out the fixes")
+    for (i, _, key), item in zip(todo, fixed):
+        results[i] = item
+        if cache is not None and key is not None and item is not None and not item.result.internal_error:
+            cache.put(key, item)
     return results
+
+
+def _fix_key(cache: Cache, job: Job, mode: Mode) -> str:
+    """The key of a --diff outcome: as the file's check entry, and the view and unsafe-ness."""
+    unsafe = mode.unsafe or job.settings.unsafe_fixes
+    view = job.project.view
+    fields = ",".join(sorted(job.project.host_fields))
+    return cache.key(cache.digest(job.path), job.shown, job.settings,
+                     f"diff:{unsafe}:{job.settings.view_key()}:{job.project.module}:{view.digest() if view else ''}:"
+                     f"{fields}")
 
 
 def _listings(folders: set[str]) -> dict[str, tuple[str, ...]]:
@@ -519,39 +580,26 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
     A file checked with a project view is keyed by the view's digest too.
     """
     misses: dict[int, str] = {}
+    views: dict[int, View] = {}
     for i, job in enumerate(work):
         try:
             key = _entry_key(cache, job)
         except OSError:
             continue  # the check itself reports it
         entry = cache.get(key, Entry)
-        if entry is not None and mode.fix and _has_fixes(entry.findings, job.settings, mode):
-            entry = None
+        if entry is not None:
+            view = views.get(id(job.settings))
+            if view is None:
+                view = views[id(job.settings)] = View(job.settings)
+            findings, hidden = view.shown(entry.findings, job.shown)
+            if mode.fix and _has_fixes(findings, job.settings, mode):
+                entry = None
         if entry is None:
             misses[i] = key
         else:
-            results[i] = FileFix(FileResult(job.shown, list(entry.findings), summary_data=entry.summary),
-                                 problems=list(entry.warnings))
+            results[i] = FileFix(FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings,
+                                            hidden_tests=hidden), problems=list(entry.warnings))
     return misses
-
-
-@contextmanager
-def _progress(total: int, enabled: bool):
-    """A rich progress bar on stderr for long runs on a terminal; nothing in pipes and CI logs."""
-    if not enabled or total < PROGRESS_MIN_FILES:
-        yield lambda n: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = Console(stderr=True)
-    if not console.is_terminal or console.is_dumb_terminal:
-        yield lambda n: None
-        return
-    with Progress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True) as bar:
-        task = bar.add_task("files", total=total)
-        yield lambda n: bar.advance(task, n)
 
 
 def _collect_problems(run: RunResult) -> None:

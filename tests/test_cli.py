@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import run_cli, run_json, run_process
 
 OVERFLOW = """import torch
@@ -114,11 +115,44 @@ def test_missing_path_is_exit_2_after_checking_the_rest(write, tmp_path):
     assert "missing.py: no such file or directory" in proc.stderr
 
 
+@pytest.mark.parametrize("fmt", ["text", "concise", "json"])
+def test_an_error_run_never_claims_success(write, tmp_path, fmt):
+    write("clean.py", "import torch\nx = torch.zeros(1)\n")
+    for paths in (["no_such_file.py"], ["clean.py", "no_such_file.py"]):
+        proc = run_cli("check", *paths, "--output-format", fmt, cwd=tmp_path)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert "passed" not in proc.stdout.lower(), proc.stdout
+        assert "no_such_file.py: no such file or directory" in proc.stderr
+        if fmt != "json":
+            assert "1 error; no findings in what could be checked." in proc.stdout
+    write("kernel.py", OVERFLOW)
+    proc = run_cli("check", "kernel.py", "no_such_file.py", "--output-format", "concise", cwd=tmp_path)
+    assert "Found 2 findings, and 1 error: not everything was checked." in proc.stdout
+
+
 def test_exit_zero_and_statistics(write, tmp_path):
     write("kernel.py", OVERFLOW)
     proc = run_cli("check", "kernel.py", "--exit-zero", "--statistics", cwd=tmp_path)
     assert proc.returncode == 0
-    assert proc.stdout.split() == ["2", "SYNC101", "sync-in-condition"]
+    assert proc.stdout.split() == ["2", "SYNC101", "sync-in-condition", "2", "total"]
+
+
+def test_statistics_end_with_a_total_line(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    write("more.py", "import torch\nx = torch.ones(2, device='cuda')\nprint(x.item())\ntorch.cuda.synchronize()\n")
+    lines = run_cli("check", ".", "--statistics", cwd=tmp_path).stdout.splitlines()
+    assert [line.split("\t")[:2] for line in lines] == [
+        ["     2", "SYNC101"], ["     1", "SYNC107"], ["     1", "SYNC110"], ["     4", "total"]]
+    assert run_cli("check", "more.py", "--statistics", "--select", "SYNC104", cwd=tmp_path).stdout == "     0\ttotal\n"
+
+
+def test_quiet_prints_the_findings_only(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    write("clean.py", "x = 1\n")
+    proc = run_cli("check", "kernel.py", "-q", "--output-format", "concise", cwd=tmp_path)
+    assert proc.returncode == 1 and len(proc.stdout.splitlines()) == 2 and "Found" not in proc.stdout
+    proc = run_cli("check", "clean.py", "--quiet", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
 
 
 def test_select_and_ignore(write, tmp_path):

@@ -40,3 +40,16 @@ def test_fixer_turns_before_into_after(folder, tmp_path):
     # A second run changes nothing.
     again = run_cli("check", "--fix", "--unsafe-fixes", "before.py", cwd=tmp_path)
     assert "Fixed 0 findings" in again.stderr
+
+
+def test_what_the_fixed_kernels_still_report_says_why_on_its_line():
+    """The quick start checks fixtures/: a finding in an after.py (a fixed kernel) is a sync no
+    automatic fix removes, and its line says so (`# after the fix: ...`), as the report shows it."""
+    proc = run_cli("check", "fixtures", "--output-format", "concise", cwd=REPO)
+    assert "Traceback" not in proc.stderr
+    left = [line for line in proc.stdout.splitlines() if "/after.py:" in line]
+    assert left  # (the fixtures do keep some: a loop on a device condition, nonzero, ...)
+    for line in left:
+        path, row = line.split(":")[:2]
+        source = (REPO / path).read_text(encoding="utf-8").splitlines()[int(row) - 1]
+        assert "# after the fix: " in source, f"{line}\n  {source}"

@@ -308,6 +308,14 @@ def test_verify_json_has_one_row_per_fixture_kernel_with_every_field(cpu_run):
     assert {(r["fixture"], r["kernel"]) for r in rows} == expected
 
 
+def test_a_simulated_run_shows_no_speedups(cpu_run):
+    """A CPU run has no GPU queue to wait for: its step times say nothing of a GPU's speedup."""
+    proc, rows = cpu_run
+    assert all(row["speedup"] is None for row in rows)
+    table = proc.stdout.split("No speedups")[0]
+    assert "No speedups" in proc.stdout and "speedup" not in table.lower() and "x │" not in table
+
+
 def test_verify_exit_code_says_whether_every_row_is_ok(cpu_run):
     proc, rows = cpu_run
     assert proc.returncode == (1 if any(not r["ok"] for r in rows) else 0)

@@ -10,7 +10,7 @@ from synclint.cache.signatures import listing, signature
 
 @dataclass(frozen=True)
 class Entry:
-    findings: list  # list[Finding]
+    findings: list  # list[Finding]: every rule's, at every confidence, in every context (synclint.view filters them)
     warnings: list  # list[str]: unknown noqa codes and the like, shown again on a hit
     summary: bytes | None = None  # the file's ModuleSummary for the project index, pickled, if it was parsed
 

@@ -150,6 +150,11 @@ class _Tee(io.TextIOBase):
     def isatty(self) -> bool:
         return _isatty(self.stream)
 
+    @property
+    def uncaptured(self):
+        """The stream written through to, for what must not be recorded (synclint.progress)."""
+        return self.stream
+
     def fileno(self) -> int:
         return self.stream.fileno()
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import TextIO
 
 from synclint.model import Finding
+from synclint.report.text import NOTHING_ELSE, Outcome
 
 
 def render(fmt: str, findings: list[Finding], stream: TextIO, *, color: bool | None = None,
-           fixable_hint: bool = True, rules=()) -> None:
+           fixable_hint: bool = True, rules=(), outcome: Outcome = NOTHING_ELSE) -> None:
+    """Write the report; `outcome` feeds the summary line of the text formats (the machine
+    formats hold the findings only)."""
     if fmt == "json":
         from synclint.report.json import write_json
 
@@ -24,8 +27,8 @@ def render(fmt: str, findings: list[Finding], stream: TextIO, *, color: bool | N
     elif fmt == "concise":
         from synclint.report.text import write_concise
 
-        write_concise(findings, stream)
+        write_concise(findings, stream, outcome)
     else:
         from synclint.report.text import write_text
 
-        write_text(findings, stream, color=color, fixable_hint=fixable_hint)
+        write_text(findings, stream, color=color, fixable_hint=fixable_hint, outcome=outcome)

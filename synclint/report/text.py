@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TextIO
 
 from synclint.model import Applicability, Finding
@@ -11,13 +12,38 @@ def headline(f: Finding) -> str:
     return f"{f.filename}:{f.location.row}:{f.location.column}: {f.code} {f.message}"
 
 
-def _summary(findings: list[Finding]) -> str:
-    if not findings:
-        return "All checks passed!"
+@dataclass(frozen=True)
+class Outcome:
+    """What the summary line says beside the findings: the findings in test code the view left
+    out, the errors of the run (an unreadable path, a rule's crash), and whether to say anything."""
+
+    hidden_tests: int = 0
+    errors: int = 0
+    quiet: bool = False  # --quiet: the findings only
+
+
+NOTHING_ELSE = Outcome()
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def summary(findings: list[Finding], outcome: Outcome = NOTHING_ELSE) -> str:
+    """The last line(s) of a text report. A run with errors never says "All checks passed!"."""
     n = len(findings)
+    if outcome.errors:
+        text = (f"Found {_plural(n, 'finding')}, and {_plural(outcome.errors, 'error')}: not everything was checked."
+                if n else f"{_plural(outcome.errors, 'error')}; no findings in what could be checked.")
+    elif not n:
+        text = "All checks passed!"
+    else:
+        text = f"Found {_plural(n, 'finding')}."
+    if outcome.hidden_tests:
+        text += (f" ({_plural(outcome.hidden_tests, 'finding')} in test code left out: `--include-tests` "
+                 "shows them.)")
     safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.SAFE)
     unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
-    text = f"Found {n} finding{'s' if n != 1 else ''}."
     if safe:
         text += f"\n[*] {safe} fixable with `--fix`."
     if unsafe:
@@ -25,13 +51,15 @@ def _summary(findings: list[Finding]) -> str:
     return text
 
 
-def write_concise(findings: list[Finding], stream: TextIO) -> None:
+def write_concise(findings: list[Finding], stream: TextIO, outcome: Outcome = NOTHING_ELSE) -> None:
     for f in findings:
         stream.write(headline(f) + "\n")
-    stream.write(_summary(findings) + "\n")
+    if not outcome.quiet:
+        stream.write(summary(findings, outcome) + "\n")
 
 
-def write_text(findings: list[Finding], stream: TextIO, color: bool | None = None, fixable_hint: bool = True) -> None:
+def write_text(findings: list[Finding], stream: TextIO, color: bool | None = None, fixable_hint: bool = True,
+               outcome: Outcome = NOTHING_ELSE) -> None:
     from rich.console import Console
     from rich.markup import escape
 
@@ -57,4 +85,5 @@ def write_text(findings: list[Finding], stream: TextIO, color: bool | None = Non
             if f.because:
                 console.print(f"[blue]{' ' * gutter} =[/] [cyan]because[/]: {escape(f.because)} ({f.confidence} confidence)")
             console.print()
-    console.print(escape(_summary(findings)))
+    if not outcome.quiet:
+        console.print(escape(summary(findings, outcome)))

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, metavar="N",
                         help=f"timed runs per kernel, after warm-up (default {DEFAULT_REPEAT})")
     parser.add_argument("--fixtures", type=Path, metavar="DIR",
-                        help="the folder that rule codes are looked up in (default: ./fixtures, else the checkout's)")
+                        help="the folder that rule codes are looked up in (default: ./fixtures, else the ones installed "
+                             "with synclint)")
 
 
 def _progress(message: str) -> None:
@@ -214,8 +215,8 @@ def _verify_kernel(kernel, before, after, after_problem, fixture, mismatched, no
     row["fixer_matches_after"] = (not mismatched) if fixture.has_fix else None
     row["outputs_equal"] = None
     row["outputs_difference"] = None
-    row["speedup"] = None
-    if a is not None and b.step_ms and a.step_ms:
+    row["speedup"] = None  # on CUDA only: a CPU run has no GPU queue, its step times say nothing of a GPU's
+    if a is not None and b.step_ms and a.step_ms and not simulated:
         row["speedup"] = b.step_ms / a.step_ms
 
     problems: list[str] = []
@@ -315,9 +316,10 @@ def print_table(rows: list[dict], ctx: Context) -> None:
     table.add_column("fixture")
     table.add_column("kernel")
     table.add_column("syncs", justify="right")
-    table.add_column("host wait µs" if not simulated else "host µs", justify="right")
+    table.add_column("host wait µs" if not simulated else "CPU time µs", justify="right")
     table.add_column("outputs equal", justify="center")
-    table.add_column("speedup/step", justify="right")
+    if not simulated:
+        table.add_column("speedup/step", justify="right")
     table.add_column("verdict")
     for row in rows:
         after = row.get("syncs_after")
@@ -330,10 +332,15 @@ def print_table(rows: list[dict], ctx: Context) -> None:
         speedup = f"{row['speedup']:.2f}x" if row.get("speedup") else "-"
         verdict = row["status"] + (f": {row['note']}" if row.get("note") else "")
         style = None if row["ok"] else "bold red"
-        table.add_row(row["fixture"], row.get("kernel", ""), syncs, wait, equal, speedup, verdict, style=style)
+        cells = [row["fixture"], row.get("kernel", ""), syncs, wait, equal, *([] if simulated else [speedup]), verdict]
+        table.add_row(*cells, style=style)
     console.print(table)
     if simulated:
         from synclint.verify.cpu import CATALOGUE_COVERAGE
+
+        console.print("No speedups: a CPU run has no GPU queue to wait for, so its times (CPU time: the kernel "
+                      "computed on this CPU) say nothing of a GPU's; `--device cuda` measures the host wait and the "
+                      "speedup.", style="dim")
 
         blind = [row for row, seen in CATALOGUE_COVERAGE.items() if seen.startswith("no")]
         console.print("The CPU simulation cannot see: " + "; ".join(blind) + ".", style="dim")
@@ -353,7 +360,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         import torch  # noqa: F401
     except ImportError:
-        print("synclint: error: `synclint verify` needs torch: pip install 'synclint[verify]'", file=sys.stderr)
+        print("synclint: error: `synclint verify` needs torch and numpy: install synclint with its verify extra, "
+              "as `pip install 'path/to/synclint[verify]'` (a CPU-only torch first: `pip install torch "
+              "--index-url https://download.pytorch.org/whl/cpu`)", file=sys.stderr)
         return EXIT_ERROR
     root = args.fixtures or default_root(Path.cwd())
     try:

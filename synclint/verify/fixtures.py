@@ -33,18 +33,32 @@ class FixtureError(Exception):
 
 
 def default_root(cwd: Path) -> Path:
-    """`./fixtures` if it holds fixtures, else the checkout's (beside the synclint package)."""
+    """`./fixtures` if it holds fixtures; else those installed with synclint (the wheel ships
+    the checkout's fixtures/ as synclint/fixtures); else the checkout's, beside the synclint
+    package (an editable install, or synclint run from its checkout)."""
     local = cwd / "fixtures"
-    if local.is_dir() and any((p / "before.py").is_file() for p in local.iterdir() if p.is_dir()):
+    if _holds_fixtures(local):
         return local
-    return Path(__file__).resolve().parents[2] / "fixtures"
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "fixtures"
+    if _holds_fixtures(installed):
+        return installed
+    return package.parent / "fixtures"
+
+
+def _holds_fixtures(folder: Path) -> bool:
+    try:
+        return folder.is_dir() and any((p / "before.py").is_file() for p in folder.iterdir() if p.is_dir())
+    except OSError:
+        return False
 
 
 def resolve(targets: list[str], root: Path) -> list[Path]:
     """Fixture folders for rule codes (`SYNC101`, looked up under `root`) or folder paths; all if none."""
     if not targets:
         if not root.is_dir():
-            raise FixtureError(f"no fixtures folder at {root} (name fixture folders, or run from a checkout)")
+            raise FixtureError(f"no fixtures folder at {root} (name fixture folders, or reinstall synclint: its "
+                               "wheel holds them)")
         return sorted(p for p in root.iterdir() if (p / "before.py").is_file())
     folders: list[Path] = []
     for target in targets:
