@@ -26,6 +26,10 @@ Rows:
   ast.parse x1        the stdlib's ast.parse of every file in 1 process
   ruff                ruff check --isolated --no-cache --exit-zero --target-version py312 vllm
                       (ruff's default rules, RAYON_NUM_THREADS=J)
+  baseline synclint cold / warm / warm, per-file cache
+                      with --baseline-python PY: the same three rows of another synclint (an
+                      install of an earlier commit), in the same rounds, with its own cache: the
+                      ratios of a change against what it changed, measured side by side
 synclint and the two parse-only rows run under --python (synclint's interpreter and its libcst),
 with synclint's bytecode written first, as installing it does; no tool runs with
 PYTHONDONTWRITEBYTECODE, which would make it compile its modules on every start;
@@ -71,7 +75,7 @@ PEER_PACKAGES = ("torchfix==0.7.0", "fixit", "ruff", "libcst")
 PEER_SCRIPTS = ("torchfix", "fixit", "ruff")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_31_x86_64")
 ONE_FILE = "model_executor/models/llama.py"
-SKIPPABLE = ("warm", "warm-entries", "onefile", "onefile-edited", "torchfix", "fixit", "libcst-jobs", "libcst-1", "ast", "ruff")
+SKIPPABLE = ("baseline", "warm", "warm-entries", "onefile", "onefile-edited", "torchfix", "fixit", "libcst-jobs", "libcst-1", "ast", "ruff")
 
 # Runs one command in a new session, waits for it, and prints one JSON line: wall seconds,
 # exit status, whether it timed out, and the rusage of every descendant it waited for.
@@ -384,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the peers' virtual environment, created if missing (default: %(default)s)")
     parser.add_argument("--python", default=sys.executable,
                         help="the Python that has synclint; it also runs the parse-only rows (default: this one)")
+    parser.add_argument("--baseline-python", help="also measure the synclint of this interpreter (cold, warm, "
+                        "per-file cache), side by side: an earlier commit's install")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="processes or threads for every tool that takes a number (default: %(default)s, the CPUs)")
     parser.add_argument("--runs", type=int, default=3, help="measured runs per tool; the median counts (default: 3)")
@@ -441,15 +447,29 @@ def main(argv: list[str] | None = None) -> int:
                                 str(processes)])
             return tool(key, label, cmd, check_parse(n_files), shown=shown)
 
+        def synclint_runs(prefix: str, label: str, command: list[str], cache: Path, entries: Path,
+                          cold_flags: list[str]) -> list[Tool]:
+            return [
+                tool(f"{prefix}cold", f"{label} cold", command + cold_flags + ["--output-format", "concise"] + jobs
+                     + [name], check_synclint),
+                tool(f"{prefix}warm", f"{label} warm", command + ["--cache-dir", str(cache), "--output-format",
+                     "concise"] + jobs + [name], check_synclint),
+                # The warm command with its replay record gone (CI restoring the cache on a new
+                # checkout, or any other command line): each file's result from the cache.
+                tool(f"{prefix}warm-entries", f"{label} warm, per-file cache", command + ["--cache-dir", str(entries),
+                     "--output-format", "concise"] + jobs + [name], check_synclint, forget_replays_in=entries),
+            ]
+
+        baseline = []
+        if args.baseline_python and "baseline" not in skip:
+            base_flags = synclint_flags(args.baseline_python)
+            baseline = synclint_runs("baseline-", "baseline synclint",
+                                     [args.baseline_python, "-m", "synclint", "check", "--exit-zero"],
+                                     tmp / "baseline-cache", tmp / "baseline-cache-entries",
+                                     ["--no-cache"] if "--no-cache" in base_flags else [])
         tools = [
-            tool("cold", "synclint cold", synclint + no_cache + ["--output-format", "concise"] + jobs + [name],
-                 check_synclint),
-            tool("warm", "synclint warm", synclint + ["--cache-dir", str(cache_dir), "--output-format", "concise"]
-                 + jobs + [name], check_synclint),
-            # The warm command with its replay record gone (CI restoring the cache on a new
-            # checkout, or any other command line): each file's result from the cache.
-            tool("warm-entries", "synclint warm, per-file cache", synclint + ["--cache-dir", str(entries_cache_dir),
-                 "--output-format", "concise"] + jobs + [name], check_synclint, forget_replays_in=entries_cache_dir),
+            *synclint_runs("", "synclint", synclint, cache_dir, entries_cache_dir, no_cache),
+            *baseline,
             # As pre-commit runs it: one file of the tree, its package's index in the warm cache.
             tool("onefile", "synclint one file", synclint + ["--cache-dir", str(cache_dir), "--output-format", "concise",
                  f"{name}/{args.one_file}"], check_synclint, files=1, lines=one_lines),
@@ -473,6 +493,10 @@ def main(argv: list[str] | None = None) -> int:
             warm.skipped = "this synclint has no --cache-dir"
         entries = next(t for t in tools if t.key == "warm-entries")
         entries.skipped = entries.skipped or (warm.skipped and "needs the warm row's cache")
+        if baseline:
+            if "--cache-dir" not in synclint_flags(args.baseline_python):
+                baseline[1].skipped = baseline[2].skipped = "this synclint has no --cache-dir"
+            compile_bytecode(args.baseline_python)
 
         compile_bytecode(args.python)
         info = versions(args.python, ("libcst",))
@@ -493,16 +517,21 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {t.label}: {(env + ' ') if env else ''}{t.shown or shlex.join(t.cmd)}")
         sys.stdout.flush()
 
-        if not warm.skipped:
-            fill = measure(warm, args.timeout, scratch, 0)
-            print(f"filled synclint's cache in {fmt(fill['wall'], '.2f')} s ({fill['note']})", flush=True)
-            one = next(t for t in tools if t.key == "onefile")
-            if not one.skipped:
+        fills = [(warm, entries, next(t for t in tools if t.key == "onefile"))]
+        if baseline:
+            fills.append((baseline[1], baseline[2], None))
+        for warm_row, entries_row, one in fills:
+            if warm_row.skipped:
+                continue
+            fill = measure(warm_row, args.timeout, scratch, 0)
+            print(f"filled {warm_row.label}'s cache in {fmt(fill['wall'], '.2f')} s ({fill['note']})", flush=True)
+            if one is not None and not one.skipped:
                 measure(one, args.timeout, scratch, 0)  # its own record of a run, as after a first commit
-            if not entries.skipped:
+            if not entries_row.skipped:
                 # Its own copy of the filled cache (hard links: entries are only ever replaced, by
                 # rename), whose replay records it removes without touching the other rows'.
-                shutil.copytree(cache_dir, entries_cache_dir, copy_function=os.link)
+                shutil.copytree(warm_row.cmd[warm_row.cmd.index("--cache-dir") + 1],
+                                entries_row.forget_replays_in, copy_function=os.link)
         started = time.time()
         for index in range(1, args.runs + 1):
             for t in tools:
