@@ -221,6 +221,12 @@ class HostRead(Rule):
         Valid(NOT_ON_THE_WAY),
         # another accelerator's function (low: hidden by default)
         Valid("import torch\n\ndef _neuron_gather_object(t: torch.Tensor):\n    return t.cuda().cpu()\n"),
+        # a multimodal processor prepares inputs on the host
+        Valid("import torch\n\nclass AudioMultiModalProcessor:\n    def _get_prompt_updates(self, lens: torch.Tensor):\n"
+              "        return lens.tolist()\n"),
+        # a staging buffer filled from a tensor of unproven device (low: hidden by default)
+        Valid("import torch\n\nclass Runner(torch.nn.Module):\n    def stage(self, lens):\n"
+              "        buf = torch.zeros(8, dtype=torch.long)\n        buf[1:] = torch.cumsum(lens, 0)\n        return buf\n"),
     ]
     INVALID = [
         Invalid(
@@ -323,6 +329,11 @@ class HostRead(Rule):
             return
         where = self.where(value)
         if where.on_device:
+            if where.confidence < Confidence.HIGH and not where.from_module_output:
+                # A host tensor is most often a staging buffer filled from host values: only a
+                # value proven on the GPU, or a model's output (`losses[k] = loss`), says the
+                # write crosses devices.
+                where = where.weaker(Confidence.LOW)
             self.report_where(
                 target,
                 f"`{one_line(self.code_of(target))} = {one_line(self.code_of(value), 40)}` writes a GPU value into "

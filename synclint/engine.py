@@ -23,6 +23,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from synclint.config import Settings
 from synclint.cst_internals import code_at_indent, parse_module_unvalidated, positions_in
 from synclint.devices.conventions import (
+    HOST_SIDE_CLASS,
     INIT_FUNCTIONS,
     STEP_FUNCTIONS,
     WEIGHT_LOADER,
@@ -190,6 +191,14 @@ class FileContext:
             cls = self.devices.symbols.self_class(scope)
             self._accelerators[key] = other_accelerator_scope(names, cls.name.value if cls is not None else None)
         return self._accelerators[key]
+
+    def host_side_class(self, scope: Scope) -> str | None:
+        """The name of the class holding `scope` when it names one that prepares a model's
+        inputs on the host (a multimodal processor: `conventions.HOST_SIDE_CLASS`)."""
+        if not isinstance(scope, cst.FunctionDef):
+            return None
+        cls = self.devices.symbols.self_class(scope)
+        return cls.name.value if cls is not None and HOST_SIDE_CLASS.search(cls.name.value) else None
 
     def anchors(self) -> tuple[tuple[cst.CSTNode, tuple[str, ...]], ...]:
         """Statements whose text holds what is being visited, smallest first, each with the

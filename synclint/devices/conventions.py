@@ -185,6 +185,14 @@ def other_accelerator_scope(names: list[str], class_name: str | None) -> str | N
     return match.group(1).upper() if match else None
 
 
+# Classes whose methods prepare a model's inputs on the host, by their names: vLLM's multimodal
+# processors (`KeyeVL1_5MultiModalProcessor`, `...ProcessingInfo`, `...DummyInputsBuilder`) and the
+# image, video and audio processors and feature extractors of HF-style libraries. (Not logits
+# processors: they run in the sampling step, on the GPU.)
+HOST_SIDE_CLASS = re.compile(r"(?:MultiModalProcessor|ProcessingInfo|DummyInputsBuilder|ImageProcessor|VideoProcessor"
+                             r"|AudioProcessor|FeatureExtractor)$")
+
+
 # Files whose code runs on the host, by their path: CPU kernels (`cpu_mla.py`, `ops/cpu/`) and
 # multimodal processors (`transformers_utils/processors/`, `*processing*.py`, `mm_preprocess.py`),
 # which prepare model inputs on the CPU. There a tensor of unknown device is a host tensor.
