@@ -605,6 +605,19 @@ async def test_a_rule_crash_is_sync001_on_that_file_only(client: Client, project
     assert client.messages == []
 
 
+async def test_the_index_run_imports_the_servers_own_synclint(tmp_path: Path):
+    """From the workspace folder, the index run imports the synclint the server runs (a checkout's,
+    when the server was started in one), not another install: the cache keys hold the code."""
+    import subprocess
+
+    import synclint
+    from synclint.server import indexer
+
+    shown = subprocess.run([sys.executable, "-c", "import synclint; print(synclint.__file__)"], cwd=tmp_path,
+                           env=indexer.environment(), capture_output=True, text=True, check=True).stdout
+    assert Path(shown.strip()).resolve() == Path(synclint.__file__).resolve()
+
+
 async def test_first_open_shows_the_files_own_findings_then_the_cross_file_ones(cold: Client, project: Path):
     client = cold
     uri, diagnostics = await opened(client, project / "app" / "user.py")

@@ -33,6 +33,18 @@ def command(root: Path, cwd: Path, cache_dir: Path, jobs: int) -> list[str]:
             "--output-file", os.devnull, "--cache-dir", os.fspath(cache_dir), "--jobs", str(jobs), target]
 
 
+def environment() -> dict[str, str]:
+    """The server's environment, with the folder its own `synclint` came from first on the
+    path. The run must be the same code as the server: the cache keys hold the code's
+    fingerprint, and a server started as `python -m synclint server` in a checkout imports
+    the checkout while a run started from the workspace would import the installed copy."""
+    import synclint
+
+    home = os.fspath(Path(synclint.__file__).resolve().parent.parent)
+    path = os.environ.get("PYTHONPATH")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([home, path]) if path else home)
+
+
 class Runs:
     """The index runs in flight, one per package root, ended together when the server stops."""
 
@@ -45,7 +57,7 @@ class Runs:
         cmd = command(root, cwd, cache_dir, jobs)
         logger.info("indexing %s: %s", root, " ".join(cmd))
         process = await asyncio.create_subprocess_exec(
-            *cmd, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            *cmd, cwd=cwd, env=environment(), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE, start_new_session=True,  # its workers end with it (`stop`)
         )
         self.processes.add(process)
