@@ -338,6 +338,9 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         label = f"checking; indexing {named} once for project analysis"
     if snapshot is None and index_only:
         # Some files of the package and nothing kept of it: index only the files whose facts they use.
+        if packages:
+            named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
+            label = f"checking; indexing what the files use of {named}"
         jobs, results = _on_demand(jobs, len(work), texts, check, cache, workers, progress, label)
         texts.clear()
         run.analysed_files = [os.fspath(job.path) for job in jobs]
@@ -429,13 +432,25 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
             todo = sorted(set(demand.take()) - results.keys())
             if not todo:
                 break
-        for i, item in zip(todo, _check_all([jobs[i] for i in todo], check, cache, workers, progress, label)):
+        shown = _Rounds(progress, len(results), len(demand.asked | results.keys() | set(todo)))
+        for i, item in zip(todo, _check_all([jobs[i] for i in todo], check, cache, workers, shown, label)):
             results[i] = item
         for i in todo:
             item = results[i]
             demand.learn(i, item.result.summary if item is not None else None)
     order = [*range(checked), *sorted(i for i in results if i >= checked)]
     return [jobs[i] for i in order], [results[i] for i in order]
+
+
+class _Rounds:
+    """The progress display of one round of `_on_demand`, shown as part of all of them: the files
+    done before it and those asked for so far (the total grows as the rounds find more)."""
+
+    def __init__(self, progress: Progress, done: int, asked: int) -> None:
+        self.progress, self.done, self.asked = progress, done, asked
+
+    def phase(self, label: str, total: int, done: int = 0) -> Callable[[int], None]:
+        return self.progress.phase(label, max(self.asked, self.done + total), self.done + done)
 
 
 def _with_views(jobs: list[Job], index: ProjectIndex, summaries: Packed) -> list[str]:
