@@ -299,8 +299,9 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
 
     A run over some files of a package that finds no state of it (nor a snapshot of the same
     files) reads every file of the package but analyses, in step 1, only the files whose facts
-    the checked ones use, as deep as needed (`_on_demand`, synclint.project.demand); it keeps
-    no package state unless those were all of the package.
+    the checked ones use, as deep as needed (`_on_demand`, synclint.project.demand); when they
+    are most of the package it analyses all of it, and keeps its state as a run over the package
+    does; else it keeps none.
     """
     started = time.time_ns()
     check = Mode(debug=mode.debug)
@@ -402,7 +403,9 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
                workers: int, progress: Progress, label: str) -> tuple[list[Job], list[FileFix | None]]:
     """The first `checked` jobs, and of the others (the rest of their packages) only those whose
     facts they use, as deep as needed (synclint.project.demand), each checked once; the jobs
-    and their results, the checked ones first."""
+    and their results, the checked ones first. Once those are more than half of the jobs, all
+    of them: a run over the package costs at most twice as much, and its state is kept for the
+    next run."""
     modules: dict[str, int] = {}
     for i, job in enumerate(jobs):
         if job.settings.project_analysis and job.project.module:
@@ -432,9 +435,16 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
             todo = sorted(set(demand.take()) - results.keys())
             if not todo:
                 break
-        shown = _Rounds(progress, len(results), len(demand.asked | results.keys() | set(todo)))
+        asked = len(demand.asked | results.keys() | set(todo))
+        if asked * 2 > len(jobs):
+            # Most of the package: all of it, as a run over the package (whose state is kept).
+            todo = sorted(set(range(len(jobs))) - results.keys())
+            asked = len(jobs)
+        shown = _Rounds(progress, len(results), asked)
         for i, item in zip(todo, _check_all([jobs[i] for i in todo], check, cache, workers, shown, label)):
             results[i] = item
+        if len(results) == len(jobs):
+            break
         for i in todo:
             item = results[i]
             demand.learn(i, item.result.summary if item is not None else None)

@@ -157,3 +157,21 @@ def test_a_run_over_part_of_a_package_keeps_no_package_state(tmp_path):
     again = _check(tmp_path, "app/engine.py", cache=cache)
     assert [os.path.basename(p) for p in again.analysed_files] == ["engine.py"]
     assert again.findings == first.findings
+
+
+def test_a_file_that_uses_most_of_its_package_indexes_all_of_it_and_keeps_its_state(tmp_path):
+    make_package(tmp_path, {
+        "a.py": "import torch\n\nfrom app.b import one\nfrom app.c import two\n\n\ndef step(t):\n"
+                "    for _ in range(3):\n        one(t)\n        two(t)\n",
+        "b.py": "import torch\n\n\ndef one(t):\n    return torch.zeros(1, device='cuda').item()\n",
+        "c.py": "import torch\n\n\ndef two(t):\n    return torch.ones(1, device='cuda').item()\n",
+        "d.py": "import torch\n\n\ndef three(t):\n    return t\n",
+    })
+    cache = Cache(tmp_path / "cache")
+    # a.py, b.py, c.py of the five files (with __init__.py): more than half, so all of them.
+    first = _check(tmp_path, "app/a.py", cache=cache)
+    assert len(first.analysed_files) == 5
+    assert [(f.code, f.location.row) for f in first.findings] == [("SYNC112", 9), ("SYNC112", 10)]
+    # Its state was kept: a run over another file reads only that file.
+    other = _check(tmp_path, "app/d.py", cache=cache)
+    assert [os.path.basename(p) for p in other.analysed_files] == ["d.py"]
