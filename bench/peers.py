@@ -19,6 +19,11 @@ Rows:
                       --limit keeps it). Nothing changed, so synclint replays its last run.
   synclint one file edited  the same after appending a comment to the file (as pre-commit meets
                       it: the file just changed); the file is restored after each run
+  synclint one file, fresh copy, no cache  PYTHON -m synclint check --exit-zero --no-cache
+                      --output-format concise vllm/<--one-file> in a copy of the tree (made once:
+                      --no-cache writes nothing), as the first pre-commit run after installing the
+                      hook meets it: nothing kept of the package, which the run indexes as the
+                      file needs it (with --baseline-python, the baseline's row too)
   TorchFix            torchfix -j J vllm (TorchFix's default rules; libcst with metadata)
   Fixit               fixit lint vllm (Fixit's default rules; as many processes as CPUs)
   libcst parse xJ     libcst.parse_module of every file in J processes (no metadata, no rules)
@@ -29,7 +34,8 @@ Rows:
   baseline synclint cold / warm / warm, per-file cache
                       with --baseline-python PY: the same three rows of another synclint (an
                       install of an earlier commit), in the same rounds, with its own cache: the
-                      ratios of a change against what it changed, measured side by side
+                      ratios of a change against what it changed, measured side by side (and its
+                      one file, fresh copy, no cache)
 synclint and the two parse-only rows run under --python (synclint's interpreter and its libcst),
 with synclint's bytecode written first, as installing it does; no tool runs with
 PYTHONDONTWRITEBYTECODE, which would make it compile its modules on every start;
@@ -75,7 +81,8 @@ PEER_PACKAGES = ("torchfix==0.7.0", "fixit", "ruff", "libcst")
 PEER_SCRIPTS = ("torchfix", "fixit", "ruff")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_31_x86_64")
 ONE_FILE = "model_executor/models/llama.py"
-SKIPPABLE = ("baseline", "warm", "warm-entries", "onefile", "onefile-edited", "torchfix", "fixit", "libcst-jobs", "libcst-1", "ast", "ruff")
+SKIPPABLE = ("baseline", "warm", "warm-entries", "onefile", "onefile-edited", "onefile-fresh", "torchfix", "fixit",
+             "libcst-jobs", "libcst-1", "ast", "ruff")
 
 # Runs one command in a new session, waits for it, and prints one JSON line: wall seconds,
 # exit status, whether it timed out, and the rusage of every descendant it waited for.
@@ -434,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir = tmp / "synclint-cache"
         entries_cache_dir = tmp / "synclint-cache-entries"
         cwd, name = tree.parent, tree.name
+        fresh = tmp / "fresh"  # a copy of the tree that no run with a cache has seen
+        if "onefile-fresh" not in skip:
+            shutil.copytree(tree, fresh / name)
         synclint = [args.python, "-m", "synclint", "check", "--exit-zero"]
         jobs = ["--jobs", str(args.jobs)]
 
@@ -460,13 +470,20 @@ def main(argv: list[str] | None = None) -> int:
                      "--output-format", "concise"] + jobs + [name], check_synclint, forget_replays_in=entries),
             ]
 
+        def fresh_run(key: str, label: str, command: list[str], cold_flags: list[str]) -> Tool:
+            # The first pre-commit run after installing the hook: one file, nothing kept of its package.
+            return tool(key, f"{label} one file, fresh copy, no cache", command + cold_flags + [
+                        "--output-format", "concise", f"{name}/{args.one_file}"], check_synclint, cwd=fresh, files=1,
+                        lines=one_lines, skipped="" if cold_flags else "this synclint has no --no-cache")
+
         baseline = []
         if args.baseline_python and "baseline" not in skip:
             base_flags = synclint_flags(args.baseline_python)
-            baseline = synclint_runs("baseline-", "baseline synclint",
-                                     [args.baseline_python, "-m", "synclint", "check", "--exit-zero"],
-                                     tmp / "baseline-cache", tmp / "baseline-cache-entries",
-                                     ["--no-cache"] if "--no-cache" in base_flags else [])
+            base_command = [args.baseline_python, "-m", "synclint", "check", "--exit-zero"]
+            base_cold = ["--no-cache"] if "--no-cache" in base_flags else []
+            baseline = synclint_runs("baseline-", "baseline synclint", base_command, tmp / "baseline-cache",
+                                     tmp / "baseline-cache-entries", base_cold)
+            baseline.append(fresh_run("baseline-onefile-fresh", "baseline synclint", base_command, base_cold))
         tools = [
             *synclint_runs("", "synclint", synclint, cache_dir, entries_cache_dir, no_cache),
             *baseline,
@@ -476,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
             tool("onefile-edited", "synclint one file edited", synclint + ["--cache-dir", str(cache_dir),
                  "--output-format", "concise", f"{name}/{args.one_file}"], check_synclint, files=1, lines=one_lines,
                  edits=tree / args.one_file),
+            fresh_run("onefile-fresh", "synclint", synclint, no_cache),
             tool("torchfix", "TorchFix", [str(bin_dir / "torchfix"), "-j", str(args.jobs), name], check_torchfix),
             tool("fixit", "Fixit", [str(bin_dir / "fixit"), "lint", name], check_fixit),
             parse_tool("libcst-jobs", f"libcst parse x{args.jobs}", LIBCST_PARSER, args.jobs),
@@ -486,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
                  env={"RAYON_NUM_THREADS": str(args.jobs)}),
         ]
         for t in tools:
-            if t.key in skip:
+            if t.key in skip or (t.key == "baseline-onefile-fresh" and "onefile-fresh" in skip):
                 t.skipped = "--skip"
         warm = next(t for t in tools if t.key == "warm")
         if not warm.skipped and "--cache-dir" not in flags:

@@ -21,6 +21,7 @@ from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
 from synclint.model import Applicability
 from synclint.noqa import unknown_codes
 from synclint.progress import OFF, Progress
+from synclint.project.demand import Demand
 from synclint.project.facts import ProjectFile, ProjectView
 from synclint.project.index import ProjectIndex
 from synclint.project.placement import imported_modules, module_name, package_root
@@ -36,6 +37,7 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)  # fixes dropped, files not written
     walked_folders: set[str] = field(default_factory=set)  # what the run's output depends on (synclint.cache.replay)
     read_files: list[str] = field(default_factory=list)
+    analysed_files: list[str] = field(default_factory=list)  # of those, the files parsed and analysed
     signatures: dict[str, Signature] = field(default_factory=dict)  # of some of those, as the run took them
 
     @property
@@ -238,6 +240,7 @@ def run_paths(
     targets, run.problems = collect(paths, resolver, force_exclude, run.walked_folders)
     work = [Job(path, display_path(path, cwd), settings) for path, settings in targets]
     run.read_files = [os.fspath(job.path) for job in work]
+    run.analysed_files = list(run.read_files)
     workers = jobs or os.cpu_count() or 1
     if mode.add_noqa:
         results = _check_all(work, mode, None, workers, progress)
@@ -293,6 +296,12 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     A run keeps what it learnt of the packages of its files (cache.PackageState): a later run
     over some of their files, while no other file or folder of them changed, checks only those,
     against the other files' facts as that run left them.
+
+    A run over some files of a package that finds no state of it (nor a snapshot of the same
+    files) reads every file of the package but analyses, in step 1, only the files whose facts
+    the checked ones use, as deep as needed (`_on_demand`, synclint.project.demand); when they
+    are most of the package it analyses all of it, and keeps its state as a run over the package
+    does; else it keeps none.
     """
     started = time.time_ns()
     check = Mode(debug=mode.debug)
@@ -314,8 +323,9 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     packages = sorted({root.name for job in work if job.settings.project_analysis
                        and (root := package_root(job.path)) is not None})
     run.read_files += [os.fspath(job.path) for job in index_only]
+    texts: dict[Path, bytes] = {}
     jobs, declarations = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
-                                           cache.read if cache is not None else Path.read_bytes)
+                                           _reader(cache, texts if index_only else None))
     snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
     snapshot_was_kept = snapshot is not None
@@ -327,7 +337,29 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     if snapshot is None and packages:  # the first look at these packages (or at the files that changed in them)
         named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
         label = f"checking; indexing {named} once for project analysis"
-    results = _check_all(jobs, check, cache, workers, progress, label)
+    if snapshot is None and index_only:
+        # Some files of the package and nothing kept of it: index only the files whose facts they use.
+        if packages:
+            named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
+            label = f"checking; indexing what the files use of {named}"
+        jobs, results = _on_demand(jobs, len(work), texts, check, cache, workers, progress, label)
+        texts.clear()
+        run.analysed_files = [os.fspath(job.path) for job in jobs]
+        index = _look_again(jobs, results, lambda: _index_of(results), check, cache, workers, progress)
+        if len(jobs) < len(work) + len(index_only):
+            # A part of the package: no state to keep (a later run over other files needs other facts).
+            return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress, cache)
+        snapshot_key = _snapshot_key(jobs, cache)
+        if cache is not None and snapshot_key:
+            summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
+                         if item is not None and item.result.summary is not None}
+            kept, small = index.snapshot(summaries)
+            snapshot = ProjectSnapshot(kept, Packed(small))
+            cache.put(snapshot_key, snapshot)
+        results = results[: len(work)]
+    else:
+        run.analysed_files = [os.fspath(job.path) for job in jobs]
+        results = _check_all(jobs, check, cache, workers, progress, label)
     if snapshot is None:
         index = _look_again(jobs, results, lambda: _index_of(results), check, cache, workers, progress)
         if cache is not None and snapshot_key:
@@ -351,6 +383,84 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
                                                                                     saved.folders):
                     cache.put(key, saved)
     return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress, cache)
+
+
+def _reader(cache: Cache | None, texts: dict[Path, bytes] | None) -> Callable[[Path], bytes]:
+    """How the run reads a file's bytes (through the cache's reads, when there is one); with
+    `texts`, each file read is kept there too."""
+    read = cache.read if cache is not None else Path.read_bytes
+    if texts is None:
+        return read
+
+    def keep(path: Path) -> bytes:
+        data = texts[path] = read(path)
+        return data
+
+    return keep
+
+
+def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: Mode, cache: Cache | None,
+               workers: int, progress: Progress, label: str) -> tuple[list[Job], list[FileFix | None]]:
+    """The first `checked` jobs, and of the others (the rest of their packages) only those whose
+    facts they use, as deep as needed (synclint.project.demand), each checked once; the jobs
+    and their results, the checked ones first. Once those are more than half of the jobs, all
+    of them: a run over the package costs at most twice as much, and its state is kept for the
+    next run."""
+    modules: dict[str, int] = {}
+    for i, job in enumerate(jobs):
+        if job.settings.project_analysis and job.project.module:
+            modules.setdefault(job.project.module, i)
+
+    def text(i: int) -> bytes:
+        path = jobs[i].path
+        if path not in texts:
+            try:
+                texts[path] = (cache.read if cache is not None else Path.read_bytes)(path)
+            except OSError:
+                texts[path] = b""
+        return texts[path]
+
+    demand = Demand(modules, text)
+    demand.check([i for i in range(checked) if jobs[i].settings.project_analysis])
+    results: dict[int, FileFix | None] = {}
+    first = list(range(checked))
+    while True:
+        todo = sorted(set(first) | set(demand.take()) - results.keys())
+        first = []
+        if not todo:
+            # Every syncing property the files may read: the plain fields of that name too.
+            properties = ProjectIndex([item.result.summary for item in results.values()
+                                       if item is not None and item.result.summary is not None]).property_map()
+            demand.assigning(set(properties))
+            todo = sorted(set(demand.take()) - results.keys())
+            if not todo:
+                break
+        asked = len(demand.asked | results.keys() | set(todo))
+        if asked * 2 > len(jobs):
+            # Most of the package: all of it, as a run over the package (whose state is kept).
+            todo = sorted(set(range(len(jobs))) - results.keys())
+            asked = len(jobs)
+        shown = _Rounds(progress, len(results), asked)
+        for i, item in zip(todo, _check_all([jobs[i] for i in todo], check, cache, workers, shown, label)):
+            results[i] = item
+        if len(results) == len(jobs):
+            break
+        for i in todo:
+            item = results[i]
+            demand.learn(i, item.result.summary if item is not None else None)
+    order = [*range(checked), *sorted(i for i in results if i >= checked)]
+    return [jobs[i] for i in order], [results[i] for i in order]
+
+
+class _Rounds:
+    """The progress display of one round of `_on_demand`, shown as part of all of them: the files
+    done before it and those asked for so far (the total grows as the rounds find more)."""
+
+    def __init__(self, progress: Progress, done: int, asked: int) -> None:
+        self.progress, self.done, self.asked = progress, done, asked
+
+    def phase(self, label: str, total: int, done: int = 0) -> Callable[[int], None]:
+        return self.progress.phase(label, max(self.asked, self.done + total), self.done + done)
 
 
 def _with_views(jobs: list[Job], index: ProjectIndex, summaries: Packed) -> list[str]:

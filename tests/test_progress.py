@@ -77,12 +77,21 @@ def in_pipes(args: list[str], cwd, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_a_terminal_shows_the_phase_files_done_and_total_and_elapsed(package):
-    code, drawn = on_terminal(["check", "--no-cache", "-j", "1", "pkg/m0.py"], package)
+    code, drawn = on_terminal(["check", "--no-cache", "-j", "1", "pkg"], package)
     assert code == 1, drawn
     # The first look at the package indexes all of it, once, for project analysis.
     assert "checking; indexing pkg once for project analysis" in drawn
     assert re.search(r"7/7(\x1b\[0m)? files", drawn) and "0:0" in drawn  # files done and total, elapsed
     # Erased before the report, which follows it.
+    assert drawn.rindex(" files ") < drawn.index("SYNC107") < drawn.index("Found 6 findings.")
+
+
+def test_one_file_of_a_package_never_indexed_shows_what_it_indexes(package):
+    code, drawn = on_terminal(["check", "--no-cache", "-j", "1", "pkg/m0.py"], package)
+    assert code == 1, drawn
+    # Only what the file uses of the package (here nothing: the file alone).
+    assert "checking; indexing what the files use of pkg" in drawn
+    assert re.search(r"1/1(\x1b\[0m)? files", drawn)
     assert drawn.rindex(" files ") < drawn.index("SYNC107") < drawn.index("Found 1 finding.")
 
 
