@@ -349,25 +349,18 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         if len(jobs) < len(work) + len(index_only):
             # A part of the package: no state to keep (a later run over other files needs other facts).
             return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress, cache)
-        snapshot_key = _snapshot_key(jobs, cache)
-        if cache is not None and snapshot_key:
-            summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
-                         if item is not None and item.result.summary is not None}
-            kept, small = index.snapshot(summaries)
-            snapshot = ProjectSnapshot(kept, Packed(small))
-            cache.put(snapshot_key, snapshot)
-        results = results[: len(work)]
+        snapshot_key = _snapshot_key(jobs, cache)  # the whole package after all, in the order analysed
     else:
         run.analysed_files = [os.fspath(job.path) for job in jobs]
         results = _check_all(jobs, check, cache, workers, progress, label)
-    if snapshot is None:
-        index = _look_again(jobs, results, lambda: _index_of(results), check, cache, workers, progress)
-        if cache is not None and snapshot_key:
-            summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
-                         if item is not None and item.result.summary is not None}
-            kept, small = index.snapshot(summaries)
-            snapshot = ProjectSnapshot(kept, Packed(small))
-            cache.put(snapshot_key, snapshot)
+        if snapshot is None:
+            index = _look_again(jobs, results, lambda: _index_of(results), check, cache, workers, progress)
+    if snapshot is None and cache is not None and snapshot_key:
+        summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
+                     if item is not None and item.result.summary is not None}
+        kept, small = index.snapshot(summaries)
+        snapshot = ProjectSnapshot(kept, Packed(small))
+        cache.put(snapshot_key, snapshot)
     if state_keys and snapshot is not None:
         indexed = frozenset(os.path.abspath(job.path) for job in [*work, *index_only])
         saved = PackageState(indexed, inputs_of((), indexed), _listings(run.walked_folders), snapshot.index,
