@@ -355,6 +355,15 @@ async def opened(client: Client, path: Path, text: str | None = None) -> tuple[s
     return uri, list((await client.published_after(mark, uri)).diagnostics)
 
 
+async def applied(client: Client, edit: types.WorkspaceEdit) -> tuple[str, types.PublishDiagnosticsParams]:
+    """Apply `edit` to its buffer as the editor does, send the change, and wait for the
+    diagnostics of the new text: (the new text, what was published for it)."""
+    uri, text = client.apply(edit)
+    mark = client.mark()
+    client.change(uri, text)
+    return text, await client.published_after(mark, uri)
+
+
 async def actions_for(client: Client, uri: str, diagnostic: types.Diagnostic | None, only=None) -> list[types.CodeAction]:
     where = diagnostic.range if diagnostic is not None else rng(0, 0, 0, 0)
     context = types.CodeActionContext(diagnostics=[diagnostic] if diagnostic is not None else [], only=only)
@@ -389,11 +398,8 @@ async def test_quick_fix_is_listed_resolved_applied_and_rechecked(client: Client
     assert change.text_document == types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=1)
     assert list(change.edits) == [types.TextEdit(rng(11, 27, 11, 38),
                                            ', pin_memory=torch.cuda.is_available()).to("cuda", non_blocking=True')]
-    _, text = client.apply(fix.edit)
+    text, published = await applied(client, fix.edit)
     assert text == FIXED_SYNC103
-    mark = client.mark()
-    client.change(uri, text)
-    published = await client.published_after(mark, uri)
     assert [d.code for d in published.diagnostics] == ["SYNC101", "SYNC101"]
     # No safe fix is left: fixing all again changes nothing.
     assert await actions_for(client, uri, None, only=[types.CodeActionKind.SourceFixAll]) == []
@@ -404,11 +410,8 @@ async def test_unsafe_fix_is_labelled_and_applied_only_when_chosen(client: Clien
     actions = await actions_for(client, uri, diagnostics[0])
     assert (actions[0].title, actions[0].is_preferred) == (CLAMP_FIX + " (unsafe)", False)
     fix = await client.code_action_resolve_async(actions[0])
-    _, text = client.apply(fix.edit)
+    text, published = await applied(client, fix.edit)
     assert text == UNCONDITIONAL_CLAMP
-    mark = client.mark()
-    client.change(uri, text)
-    published = await client.published_after(mark, uri)
     assert summary(published.diagnostics) == [("SYNC103", 10, 11, 10, 39)]  # one line less above it
 
 
@@ -417,12 +420,9 @@ async def test_fix_all_applies_the_safe_fixes_as_check_fix_does(client: Client, 
     [fix_all] = await actions_for(client, uri, None, only=[types.CodeActionKind.SourceFixAll])
     assert (fix_all.title, fix_all.kind) == ("Fix all safe syncs in this file", "source.fixAll.synclint")
     resolved = await client.code_action_resolve_async(fix_all)
-    _, text = client.apply(resolved.edit)
+    text, published = await applied(client, resolved.edit)
     cli = run_cli("check", "--fix", "--stdin-filename", "app/model.py", "-", cwd=project, stdin=MODEL)
     assert text == cli.stdout == FIXED_SYNC103  # the unsafe SYNC101 fixes are not applied
-    mark = client.mark()
-    client.change(uri, text)
-    published = await client.published_after(mark, uri)
     assert [d.code for d in published.diagnostics] == ["SYNC101", "SYNC101"]
     assert await actions_for(client, uri, None, only=[types.CodeActionKind.SourceFixAll]) == []
 
@@ -433,10 +433,7 @@ async def test_noqa_action_silences_the_line(client: Client, project: Path):
     resolved = await client.code_action_resolve_async(noqa)
     [change] = resolved.edit.document_changes
     assert list(change.edits) == [types.TextEdit(rng(11, 39, 11, 39), "  # noqa: SYNC103")]
-    _, text = client.apply(resolved.edit)
-    mark = client.mark()
-    client.change(uri, text)
-    published = await client.published_after(mark, uri)
+    text, published = await applied(client, resolved.edit)
     assert [d.code for d in published.diagnostics] == ["SYNC101", "SYNC101"]
 
 
