@@ -203,8 +203,7 @@ def _check_data(data: bytes, job: Job, cache: Cache | None, store: bool, debug: 
     key = _entry_key(cache, job, hashlib.sha256(data).digest()) if cache is not None else None
     entry = cache.get(key, Entry) if cache is not None and key is not None else None
     if entry is not None:
-        findings, hidden = View(job.settings).shown(entry.findings, job.shown)
-        return FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings, hidden_tests=hidden)
+        return _cached_result(entry, job, View(job.settings))
     result = check_bytes(data, job.shown, job.settings, debug, job.project)
     if store and cache is not None and key is not None and not result.internal_error:
         summary = result.summary
@@ -694,15 +693,20 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
             view = views.get(id(job.settings))
             if view is None:
                 view = views[id(job.settings)] = View(job.settings)
-            findings, hidden = view.shown(entry.findings, job.shown)
-            if mode.fix and _has_fixes(findings, job.settings, mode):
+            result = _cached_result(entry, job, view)
+            if mode.fix and _has_fixes(result.findings, job.settings, mode):
                 entry = None
         if entry is None:
             misses[i] = key
         else:
-            results[i] = FileFix(FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings,
-                                            hidden_tests=hidden), problems=list(entry.warnings))
+            results[i] = FileFix(result, problems=list(entry.warnings))
     return misses
+
+
+def _cached_result(entry: Entry, job: Job, view: View) -> FileResult:
+    """A cache entry's result as this run shows it: `view` filters the stored analysis."""
+    findings, hidden = view.shown(entry.findings, job.shown)
+    return FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings, hidden_tests=hidden)
 
 
 def _collect_problems(run: RunResult) -> None:
