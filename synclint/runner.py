@@ -335,12 +335,10 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     label = "checking"
     if snapshot is None and packages:  # the first look at these packages (or at the files that changed in them)
         named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
-        label = f"checking; indexing {named} once for project analysis"
+        label = (f"checking; indexing what the files use of {named}" if index_only
+                 else f"checking; indexing {named} once for project analysis")
     if snapshot is None and index_only:
         # Some files of the package and nothing kept of it: index only the files whose facts they use.
-        if packages:
-            named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
-            label = f"checking; indexing what the files use of {named}"
         jobs, results = _on_demand(jobs, len(work), texts, check, cache, workers, progress, label)
         texts.clear()
         run.analysed_files = [os.fspath(job.path) for job in jobs]
@@ -403,11 +401,13 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
         if job.settings.project_analysis and job.project.module:
             modules.setdefault(job.project.module, i)
 
+    read = _reader(cache, texts)  # keeps what it reads in `texts`
+
     def text(i: int) -> bytes:
         path = jobs[i].path
         if path not in texts:
             try:
-                texts[path] = (cache.read if cache is not None else Path.read_bytes)(path)
+                read(path)
             except OSError:
                 texts[path] = b""
         return texts[path]
