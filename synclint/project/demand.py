@@ -86,9 +86,7 @@ class Demand:
     def _want(self, i: int, item: str) -> None:
         """Follow `item` (a qualified name; "*": every function; "property:NAME": the properties of
         that name; "caller:NAME": the functions calling NAME) in file `i` once its summary is known."""
-        if i not in self.asked:
-            self.asked.add(i)
-            self._pending.append(i)
+        self._analyse(i)
         if i in self.summaries:
             self._work.append((i, item))
         else:
@@ -113,6 +111,11 @@ class Demand:
 
     # ---- following ------------------------------------------------------------------------
 
+    def _queue(self, i: int, qual: str) -> None:
+        """`qual`, defined in file `i` (whose summary is known), is needed: follow it."""
+        self.needed.add(qual)
+        self._work.append((i, qual))
+
     def _follow(self, i: int, item: str) -> None:
         """What the facts of `item` in file `i` depend on."""
         summary = self.summaries.get(i)
@@ -122,23 +125,19 @@ class Demand:
         kind, _, name = item.partition(":") if item.startswith(("property:", "caller:")) else ("", "", item)
         if item == "*":
             for qual in sorted(summary.functions):
-                self.needed.add(qual)
-                self._work.append((i, qual))
+                self._queue(i, qual)
             for qual in sorted(summary.classes):
-                self.needed.add(qual)
-                self._work.append((i, qual))
+                self._queue(i, qual)
             for qual in sorted(summary.needs.classes):
                 self._need(qual)
         elif kind == "property":
             for qual, func in sorted(summary.functions.items()):
                 if func.is_property and qual.rpartition(".")[2] == name:
-                    self.needed.add(qual)
-                    self._work.append((i, qual))
+                    self._queue(i, qual)
         elif kind == "caller":
             for qual, func in sorted(summary.functions.items()):
                 if any(c.rpartition(".")[2] == name for c in (*func.calls, *func.reads)):
-                    self.needed.add(qual)
-                    self._work.append((i, qual))
+                    self._queue(i, qual)
         elif (func := summary.functions.get(name)) is not None:
             for callee in (*func.calls, *func.reads, *func.returns_calls, *func.device_args):
                 self._need(callee)
@@ -156,8 +155,7 @@ class Demand:
             prefix = name + "."
             for qual in sorted(summary.functions):
                 if qual.startswith(prefix) and "." not in qual[len(prefix):]:
-                    self.needed.add(qual)
-                    self._work.append((i, qual))
+                    self._queue(i, qual)
         else:
             owner, _, attr = name.rpartition(".")
             cls = summary.classes.get(owner)
