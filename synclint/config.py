@@ -57,7 +57,12 @@ CORE_KEYS: dict[str, Key] = {
     "max-file-size": Key(int, None, "skip files larger than this many bytes, with a warning (0: no limit)"),
     "baseline": Key(str, None, "a baseline file (see --write-baseline): report only findings not in it"),
     "project-analysis": Key(bool, None, "follow syncs across files: properties, helpers, returns (see SYNC112)"),
+    "line-length": Key(int, None, "the longest line a fix writes; a longer one is broken as black and ruff format "
+                                  "break it (default: `line-length` of [tool.ruff] or [tool.black], else 88)"),
 }
+
+DEFAULT_LINE_LENGTH = 88  # black's and ruff's
+MAX_LINE_LENGTH = 320  # ruff's
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -96,6 +101,8 @@ class Settings:
     max_file_size: int = 2_000_000
     # Index the packages of the checked files and follow syncs through calls and properties.
     project_analysis: bool = True
+    # The longest line a fix writes: `line-length`, else the formatter's (`formatter_line_length`).
+    line_length: int | None = None
     rules: tuple[type[Rule], ...] = field(default=(), compare=False)  # every known rule
 
     # ---- derived ---------------------------------------------------------------------
@@ -141,9 +148,14 @@ class Settings:
                 self.rule_options,
                 self.max_file_size,
                 self.project_analysis,
+                self.fix_line_length,
             )
         )
 
+
+    @property
+    def fix_line_length(self) -> int:
+        return self.line_length or DEFAULT_LINE_LENGTH
 
     def view_key(self) -> str:
         """The part of the settings that chooses what is shown of the analysis (synclint.view)."""
@@ -284,8 +296,35 @@ def build_settings(table: dict[str, Any], root: Path, source: Path | None, base:
             suffix = f" (did you mean `{hint[0]}`?)" if hint else ""
             raise ConfigError(f"{where}: unknown key `{key}` in [tool.synclint]{suffix}")
     settings = replace(settings, rule_options=tuple(sorted(options.items(), key=lambda kv: kv[0])))
+    if settings.line_length is None:
+        settings = replace(settings, line_length=formatter_line_length(root.resolve()))
     check_selectors(settings, where)
     return settings
+
+
+def formatter_line_length(folder: Path) -> int | None:
+    """The line length of the formatter configured for `folder`: the nearest `.ruff.toml`,
+    `ruff.toml`, or `pyproject.toml` with a `[tool.ruff]` or `[tool.black]` table, searching
+    upward as ruff does; 88 (their default) where that configuration names none. Another tool's
+    file that cannot be read, or a value that is not a length, counts as no configuration."""
+    for directory in (folder, *folder.parents):
+        for name in (".ruff.toml", "ruff.toml", "pyproject.toml"):
+            candidate = directory / name
+            if not candidate.is_file():
+                continue
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            tool = data.get("tool") if name == "pyproject.toml" else {"ruff": data}
+            if not isinstance(tool, dict):
+                continue
+            for table in (tool.get("ruff"), tool.get("black")):
+                if isinstance(table, dict):
+                    value = table.get("line-length", table.get("line_length"))
+                    usable = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_LINE_LENGTH
+                    return value if usable else DEFAULT_LINE_LENGTH
+    return None
 
 
 def _apply_core(settings: Settings, key: str, value: Any, where: str) -> Settings:
@@ -314,6 +353,8 @@ def _apply_core(settings: Settings, key: str, value: Any, where: str) -> Setting
         return settings  # handled before the other keys
     if key == "max-file-size" and value < 0:
         raise ConfigError(f"{where}: `max-file-size` must be 0 (no limit) or a number of bytes, not {value}")
+    if key == "line-length" and not 0 < value <= MAX_LINE_LENGTH:
+        raise ConfigError(f"{where}: `line-length` must be a number of characters from 1 to {MAX_LINE_LENGTH}, not {value}")
     if key == "baseline":
         return replace(settings, baseline=(settings.root / value) if value else None)
     if isinstance(value, list):
