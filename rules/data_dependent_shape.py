@@ -115,7 +115,9 @@ class DataDependentShape(Rule):
             "        return torch.repeat_interleave(req_temperature, query_lens, dim=0)\n",
             expected_fix="import torch\n\n\nclass Sampler(torch.nn.Module):\n"
             "    def expand_to_tokens(self, req_temperature: torch.Tensor, query_lens: torch.Tensor, total: int):\n"
-            "        return torch.repeat_interleave(req_temperature, query_lens, dim=0, output_size=total)\n",
+            "        return torch.repeat_interleave(\n"
+            "            req_temperature, query_lens, dim=0, output_size=total\n"
+            "        )\n",
             confidence=Confidence.MEDIUM,
         ),
         Invalid(

@@ -171,7 +171,9 @@ class HostDataToDevice(Rule):
         Invalid(
             "import torch\nids = [3, 1, 2]\nidx = torch.tensor(ids).to('cuda')\n",
             expected_fix="import torch\nids = [3, 1, 2]\n"
-            "idx = torch.tensor(ids, pin_memory=torch.cuda.is_available()).to('cuda', non_blocking=True)\n",
+            "idx = torch.tensor(ids, pin_memory=torch.cuda.is_available()).to(\n"
+            "    'cuda', non_blocking=True\n"
+            ")\n",
             confidence=Confidence.HIGH,
         ),
         Invalid(
@@ -191,8 +193,9 @@ class HostDataToDevice(Rule):
         Invalid(
             "import torch\nlogits = torch.zeros(2, 8, device='cuda')\nbias = logits.new_tensor([0.5, 1.5])\n",
             expected_fix="import torch\nlogits = torch.zeros(2, 8, device='cuda')\n"
-            "bias = torch.tensor([0.5, 1.5], dtype=logits.dtype, pin_memory=torch.cuda.is_available())"
-            ".to(logits.device, non_blocking=True)\n",
+            "bias = torch.tensor(\n"
+            "    [0.5, 1.5], dtype=logits.dtype, pin_memory=torch.cuda.is_available()\n"
+            ").to(logits.device, non_blocking=True)\n",
         ),
         # A scalar: one tiny copy, still a wait.
         Invalid(
@@ -221,7 +224,9 @@ class HostDataToDevice(Rule):
         Invalid(
             "import torch\n\ndef f(ids: list[int]):\n    return torch.tensor(ids).to('cuda', non_blocking=True)\n",
             expected_fix="import torch\n\ndef f(ids: list[int]):\n"
-            "    return torch.tensor(ids, pin_memory=torch.cuda.is_available()).to('cuda', non_blocking=True)\n",
+            "    return torch.tensor(ids, pin_memory=torch.cuda.is_available()).to(\n"
+            "        'cuda', non_blocking=True\n"
+            "    )\n",
             config={"min-confidence": "low"},
             confidence=Confidence.LOW,
         ),

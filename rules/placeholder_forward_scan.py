@@ -31,7 +31,9 @@ def update_async_output_token_ids(output_token_ids, sampled_token_ids):
         if not req_output_token_ids or req_output_token_ids[-1] != -1:
             continue
         first_placeholder = len(req_output_token_ids)
-        while first_placeholder > 0 and req_output_token_ids[first_placeholder - 1] == -1:
+        while (
+            first_placeholder > 0 and req_output_token_ids[first_placeholder - 1] == -1
+        ):
             first_placeholder -= 1
         req_output_token_ids[first_placeholder:] = new_ids
 """

@@ -67,8 +67,12 @@ def apply_forcing(logits: torch.Tensor, forced: dict[int, int], cu_num_tokens: l
         rows_list.append(row)
         cols_list.append(end_token)
     if rows_list:
-        rows_idx = torch.tensor(rows_list, pin_memory=torch.cuda.is_available()).to(logits.device, non_blocking=True)
-        cols_idx = torch.tensor(cols_list, pin_memory=torch.cuda.is_available()).to(logits.device, non_blocking=True)
+        rows_idx = torch.tensor(rows_list, pin_memory=torch.cuda.is_available()).to(
+            logits.device, non_blocking=True
+        )
+        cols_idx = torch.tensor(cols_list, pin_memory=torch.cuda.is_available()).to(
+            logits.device, non_blocking=True
+        )
         logits.index_put_((rows_idx, cols_idx), logits.new_full((len(rows_list),), 1e9))
     return logits
 """
@@ -101,8 +105,12 @@ class Flags:
             if slot >= 0:
                 positions_list_2.append(slot)
         if positions_list_2:
-            positions_idx_2 = torch.tensor(positions_list_2, pin_memory=torch.cuda.is_available()).to(self.done.device, non_blocking=True)
-            self.done.index_put_((positions_idx_2,), self.done.new_full((len(positions_list_2),), True))
+            positions_idx_2 = torch.tensor(
+                positions_list_2, pin_memory=torch.cuda.is_available()
+            ).to(self.done.device, non_blocking=True)
+            self.done.index_put_(
+                (positions_idx_2,), self.done.new_full((len(positions_list_2),), True)
+            )
 """
 
 

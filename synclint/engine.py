@@ -35,6 +35,7 @@ from synclint.devices.conventions import (
 )
 from synclint.devices.lattice import Where
 from synclint.devices.model import DeviceModel
+from synclint.linebreak import FileLines, fit_edit
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
 from synclint.project.facts import ModuleSummary, ProjectFile
@@ -468,6 +469,7 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
     positions = _positions(ctx.module, text, [report for _, report in reports])
     noqa = parse_noqa(text)
     lines = text.splitlines()
+    layout = FileLines(text)
     findings: dict[tuple, Finding] = {}  # one per code, place, confidence and context
     for rule, report in reports:
         span = positions[report.node]
@@ -485,7 +487,8 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
             confidence=report.confidence,
             context=report.context,
             because=report.because,
-            fix=_to_fix(ctx.module, positions, report.fix, report.indentation) if report.fix is not None else None,
+            fix=_to_fix(ctx.module, positions, report.fix, report.indentation, layout, ctx.settings.fix_line_length)
+            if report.fix is not None else None,
             noqa_row=row,
             source_line=lines[row - 1] if row - 1 < len(lines) else "",
         )
@@ -564,16 +567,36 @@ def _all_positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
-def _to_fix(module: cst.Module, positions, replacement: Replacement, indentation: str) -> Fix:
+def _to_fix(module: cst.Module, positions, replacement: Replacement, indentation: str, layout: FileLines,
+            line_length: int) -> Fix:
+    """The fix's edits; where one would make a line longer than `line_length`, it is widened to
+    its whole lines and breaks them as a formatter would (`linebreak.fit_edit`)."""
+    pairs = [(replacement.node, replacement.new), *replacement.more]
+    spans = [(positions[node].start, positions[node].end) for node, _ in pairs]
     edits = []
-    for node, new in [(replacement.node, replacement.new), *replacement.more]:
-        span = positions[node]
+    for (node, new), (start, end) in zip(pairs, spans):
+        if not isinstance(new, str):
+            new = _without_carried_parens(node, new)
         content = new if isinstance(new, str) else code_at_indent(module, new, indentation)
-        edits.append(
-            Edit(content, Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
-        )
+        begin, finish = (start.line, start.column), (end.line, end.column)
+        others = [span for span in spans if span != (start, end)]
+        if not any(s.line <= end.line and e.line >= start.line for s, e in others):  # widened, it must not meet them
+            fitted = fit_edit(layout, begin, finish, content, line_length, module.default_indent)
+            if fitted is not None:
+                begin, finish, content = fitted
+        edits.append(Edit(content, Location(begin[0], begin[1] + 1), Location(finish[0], finish[1] + 1)))
     edits.sort(key=lambda e: (e.location.row, e.location.column))
     return Fix(replacement.applicability, replacement.message, tuple(edits), tuple(replacement.imports))
+
+
+def _without_carried_parens(node: cst.CSTNode, new: cst.CSTNode) -> cst.CSTNode:
+    """`new` without the parentheses it took over from `node` (`node.with_changes(...)` keeps
+    them): a node's position leaves its own parentheses out, so the edit keeps the old ones,
+    and the new node's would be written a second time inside them."""
+    lpar, rpar = getattr(node, "lpar", ()), getattr(node, "rpar", ())
+    if lpar and getattr(new, "lpar", None) == lpar and getattr(new, "rpar", None) == rpar:
+        return new.with_changes(lpar=[], rpar=[])
+    return new
 
 
 def problem_finding(code_name: tuple[str, str], relpath: str, message: str, row: int = 1, column: int = 1,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from synclint.config import build_settings
+from synclint.config import DEFAULT_LINE_LENGTH, build_settings
 from synclint.engine import check_text
 from synclint.model import Confidence, Finding
 from synclint.rule import Rule
@@ -30,5 +30,6 @@ def fix_snippet(rule: type[Rule], code: str, config: dict | None = None, filenam
 
     table = dict(config or {})
     table.setdefault("select", [rule.code])
+    table.setdefault("line-length", DEFAULT_LINE_LENGTH)  # not the length of a formatter configured around the run
     settings = build_settings(table, Path("."), None)
     return fix_text(decode(code.encode()), filename, settings, unsafe).text
