@@ -14,6 +14,7 @@ from synclint.patterns import gpu_copy_target, one_line, with_keyword_arg, with_
 from synclint.rule import Invalid, Option, Replacement, Rule, Valid
 from synclint.syntax import (
     dotted_name,
+    find_all,
     is_literal_false,
     keyword_arg,
     keywords,
@@ -131,8 +132,14 @@ class HostDataToDevice(Rule):
     `torch.as_tensor(a)` of an array that is not made in the expression may share memory with
     a pinned buffer (vLLM's `*_np` views) that the host overwrites before an asynchronous copy
     lands; that fix is unsafe. Calls with other keywords (`requires_grad=`, ...) and data that
-    is already a tensor are left unfixed. For a scalar, passing the Python number straight to
-    the operation that uses it often avoids the tensor altogether.
+    is already a tensor are left unfixed. A Python number (a literal, or `int()`/`float()`/`bool()`
+    of one) needs no copy at all: it is filled in on the device by a kernel that takes it as an
+    argument, `torch.zeros((), device=dev)` for a zero, `torch.ones` for a one and
+    `torch.full((), v, device=dev)` for any other, with the dtype `torch.tensor` would give it
+    (`dtype=torch.long` for an integer literal); passing the number straight to the operation
+    that uses it often avoids the tensor altogether. No fix is offered where the data itself
+    reads a GPU value (`torch.tensor(t.item(), device=dev)` in a loop over `t`): the read waits
+    for the GPU once per element whatever the copy does (SYNC101 reports it).
     """
 
     VALID = [
@@ -200,6 +207,7 @@ class HostDataToDevice(Rule):
         # A scalar: one tiny copy, still a wait.
         Invalid(
             "import torch\nzero = torch.tensor(0, device='cuda')\n",
+            expected_fix="import torch\nzero = torch.zeros((), dtype=torch.long, device='cuda')\n",
             confidence=Confidence.MEDIUM,
         ),
         # The configured helper, newer signature; its import is added.
@@ -393,6 +401,10 @@ class HostDataToDevice(Rule):
         non-blocking copy from pageable memory."""
         if origin.place is Place.HOST_TENSOR:
             return None  # torch.tensor(tensor) warns and cannot pin; the older helpers take lists only
+        if self._reads_the_device(plan.data):
+            return None  # the data's own read waits for the GPU where the copy did: no fix removes that wait
+        if plan.helper_args is not None and _is_scalar(plan.data):
+            return self._scalar_fix(call, *plan.helper_args)
         kind = self._data_kind(plan.data)
         helper = self._helper(kind) if plan.helper_args is not None else None
         if helper is not None:
@@ -406,6 +418,43 @@ class HostDataToDevice(Rule):
             unsafe = f"; unsafe: `{data_text}` may share memory with a pinned buffer that the host overwrites"
             return self._replacement(call, plan.pageable, Applicability.UNSAFE, PAGEABLE_FIX + unsafe)
         return self._replacement(call, plan.pageable, Applicability.SAFE, PAGEABLE_FIX)
+
+    def _reads_the_device(self, data: cst.BaseExpression) -> bool:
+        """Whether the data reads a GPU value on the host (`t.item()`, `float(t)`, `t.tolist()`)."""
+        for node in find_all(data, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist") and not node.args:
+                receiver = func.value
+            elif isinstance(func, cst.Name) and func.value in NUMBER_BUILTINS and len(node.args) == 1:
+                receiver = node.args[0].value
+            else:
+                continue
+            if self.where(receiver).on_device:
+                return True
+        return False
+
+    def _scalar_fix(self, call: cst.Call, data: cst.BaseExpression, device_arg, dtype) -> Replacement:
+        """A Python number is filled in on the device by a kernel that takes it as an argument:
+        `torch.zeros((), device=d)` for a zero, `torch.ones` for a one, `torch.full((), v, device=d)`
+        for any other, with the dtype `torch.tensor` would give it (`full` infers the same)."""
+        torch_name, imports = self._torch_module()
+        literal = data.value if isinstance(data, (cst.Integer, cst.Float, cst.Name)) else None
+        number = {"0": 0, "0.0": 0, "0.": 0, "False": 0, "1": 1, "1.0": 1, "1.": 1, "True": 1}.get(literal or "")
+        args = [cst.Arg(cst.Tuple([]))]
+        if number is None:
+            factory = "full"
+            args.append(cst.Arg(data))
+        else:
+            factory = "zeros" if number == 0 else "ones"
+            if dtype is None and not isinstance(data, cst.Float):
+                dtype = cst.parse_expression(f"{torch_name}.{'bool' if isinstance(data, cst.Name) else 'long'}")
+        fixed = cst.Call(func=cst.parse_expression(f"{torch_name}.{factory}"), args=args)
+        if dtype is not None:
+            fixed = with_keyword_arg(fixed, "dtype", dtype)
+        fixed = with_keyword_arg(fixed, "device", device_arg)
+        code = one_line(self.code_of(fixed), 60)
+        return Replacement(call, fixed, Applicability.SAFE, f"Fill the number in on the device: `{code}` copies nothing",
+                           imports=imports)
 
     def _helper_fix(self, call, helper: tuple[str, list[str]], data, device_arg, dtype) -> Replacement:
         name, imports = helper

@@ -20,7 +20,8 @@ def only(code: str, config: dict | None = None):
 
 
 def fixed(code: str, config: dict | None = None) -> str:
-    return fix_snippet(HostDataToDevice, textwrap.dedent(code), config)
+    """The fixed code, on lines long enough that the fix's own line is never broken (test_fix_layout)."""
+    return fix_snippet(HostDataToDevice, textwrap.dedent(code), {"line-length": 320, **(config or {})})
 
 
 def test_confidence_follows_the_data_and_the_device():
@@ -282,3 +283,49 @@ def test_a_device_parameter_that_defaults_to_the_cpu_is_no_proof_of_a_gpu():
     )
     found = check_snippet(HostDataToDevice, code)
     assert [f.location.row for f in found] == [7, 11]
+
+
+def test_a_python_number_is_filled_in_on_the_device():
+    code = """
+    import torch
+
+    def losses(preds: torch.Tensor):
+        total = torch.tensor(0.0, device=preds.device)
+        count = torch.tensor(0, device=preds.device)
+        half = torch.tensor(1, dtype=torch.float16, device=preds.device)
+        done = torch.tensor(False, device="cuda")
+        floor = torch.tensor(-1e9, device=preds.device)
+        return total, count, half, done, floor
+    """
+    assert fixed(code) == textwrap.dedent("""
+    import torch
+
+    def losses(preds: torch.Tensor):
+        total = torch.zeros((), device=preds.device)
+        count = torch.zeros((), dtype=torch.long, device=preds.device)
+        half = torch.ones((), dtype=torch.float16, device=preds.device)
+        done = torch.zeros((), dtype=torch.bool, device="cuda")
+        floor = torch.full((), -1e9, device=preds.device)
+        return total, count, half, done, floor
+    """)
+    fix = only("import torch\nzero = torch.tensor(0.0, device='cuda')\n").fix
+    assert fix.applicability is Applicability.SAFE
+    assert fix.message == "Fill the number in on the device: `torch.zeros((), device='cuda')` copies nothing"
+
+
+def test_no_fix_where_the_data_reads_the_gpu_in_the_same_loop():
+    # `t.item()` waits for the GPU once per element; a pinned, non-blocking copy of its result
+    # would leave that wait in the loop, so no fix is offered (SYNC101 reports the read).
+    code = """
+    import torch
+
+    def accumulate(preds: torch.Tensor) -> torch.Tensor:
+        total = torch.zeros((), device=preds.device)
+        for t in preds:
+            total = total + torch.tensor(t.item(), device=preds.device)
+            total = total + torch.tensor([float(t)], device=preds.device)
+        return total
+    """
+    found = findings(code)
+    assert [(f.location.row, f.fix) for f in found] == [(7, None), (8, None)]
+    assert fixed(code) == textwrap.dedent(code)
