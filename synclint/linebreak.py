@@ -33,6 +33,8 @@ COMPARATORS = {"<", ">", "==", "!=", "<=", ">=", "<>"}
 OPENING, CLOSING = "([{", ")]}"
 # Statements whose value black wraps in optional (invisible) parentheses: after `=` and these keywords.
 VALUE_KEYWORDS = {"return", "if", "elif", "while", "del", "assert"}
+FSTRING_START = getattr(tokenize, "FSTRING_START", -1)
+FSTRING_END = getattr(tokenize, "FSTRING_END", -2)
 AUGMENTED = {"=", "+=", "-=", "*=", "/=", "//=", "%=", "@=", "&=", "|=", "^=", ">>=", "<<=", "**=", ":="}
 
 
@@ -227,6 +229,8 @@ def _read(text: str, indent_unit: str) -> Line | None:
     leaves: list[Leaf] = []
     comment = ""
     end = 0
+    fstring_depth = 0  # Python 3.12 on: an f-string comes as tokens of its parts, kept as one leaf
+    fstring_start = 0
     try:
         for token in tokenize.generate_tokens(io.StringIO(body + "\n").readline):
             kind = token.type
@@ -234,6 +238,18 @@ def _read(text: str, indent_unit: str) -> Line | None:
                 continue
             if token.start[0] != 1 or token.end[0] != 1:
                 return None  # a string over several lines
+            if kind == FSTRING_START:
+                fstring_depth += 1
+                if fstring_depth == 1:
+                    fstring_start = token.start[1]
+                continue
+            if fstring_depth:
+                if kind == FSTRING_END:
+                    fstring_depth -= 1
+                    if not fstring_depth:
+                        leaves.append(Leaf(tokenize.STRING, body[fstring_start:token.end[1]], body[end:fstring_start]))
+                        end = token.end[1]
+                continue
             if kind == tokenize.COMMENT:
                 comment = token.string
                 continue
@@ -660,8 +676,12 @@ def _row_depths(text: str, count: int) -> list[int | None]:
     depth = 0
     filled = 0
     previous = (0, 0)  # the rows the previous token started and ended on
+    fstrings = 0
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            fstrings += (token.type == FSTRING_START) - (token.type == FSTRING_END)
+            if fstrings:
+                continue  # the parts of an f-string (Python 3.12 on): its braces open no bracket
             row = token.start[0]
             for r in range(filled + 1, min(row, count + 1) + 1):
                 depths[r] = None if previous[0] < r <= previous[1] else depth
@@ -678,8 +698,12 @@ def _row_depths(text: str, count: int) -> list[int | None]:
 
 def _bracket_change(text: str) -> int | None:
     change = 0
+    fstrings = 0
     try:
         for token in tokenize.generate_tokens(io.StringIO(text + "\n").readline):
+            fstrings += (token.type == FSTRING_START) - (token.type == FSTRING_END)
+            if fstrings:
+                continue
             if token.type == tokenize.OP and token.string in OPENING:
                 change += 1
             elif token.type == tokenize.OP and token.string in CLOSING:
