@@ -167,8 +167,10 @@ def test_stdin_fix_prints_the_fixed_source(tmp_path):
     proc = check(tmp_path, "--fix", "--unsafe-fixes", "-", stdin=source)
     assert proc.returncode == 0
     assert proc.stdout == (
-        "import torch\ny = torch.tensor([1, 2], pin_memory=torch.cuda.is_available()).to('cuda', non_blocking=True)\n"
-    )
+        "import torch\ny = torch.tensor([1, 2], pin_memory=torch.cuda.is_available()).to(\n"
+        "    'cuda', non_blocking=True\n"
+        ")\n"
+    )  # broken at 88 characters, the formatters' default
     compile(proc.stdout, "<stdin>", "exec")
     again = check(tmp_path, "--fix", "--unsafe-fixes", "-", stdin=proc.stdout)
     assert again.stdout == proc.stdout  # a second run changes nothing
