@@ -7,9 +7,9 @@ import libcst as cst
 from synclint.devices.lattice import Place, Where
 from synclint.devices.torch_api import HOST_DATA_CONSTRUCTORS
 from synclint.model import Applicability, Confidence
-from synclint.patterns import gpu_copy_target, one_line, with_keyword_value
+from synclint.patterns import gpu_copy_target, one_line, with_keyword_arg, with_keyword_value
 from synclint.rule import Invalid, Replacement, Rule, Valid
-from synclint.syntax import is_literal_false, keyword_arg, method_call, parameter
+from synclint.syntax import dotted_name, is_literal_false, keyword_arg, keywords, method_call, parameter, positional_args
 from synclint.traversal import walk
 
 # Tensor methods whose result may share memory with the tensor they are called on (views,
@@ -24,6 +24,10 @@ ALIASING_METHODS = frozenset(
 # torch functions that return a view of (or the very memory of) their argument.
 ALIASING_FUNCTIONS = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.frombuffer"})
 PAGEABLE_WAIT = "pageable copies of 4 MB and more still wait"
+# Factories whose values do not depend on the device they are made on: `factory(..., device=d)`
+# makes on the device what `factory(...).to(d)` makes on the host and copies (random ones draw
+# from another generator; `linspace` and a fractional `arange` round differently on the GPU).
+DEVICE_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.eye", "torch.arange"})
 # A variable's value that refers back to the variable itself (`x = x.view(-1)`): no origin of its own.
 SAME_ORIGIN = ("same", "")
 
@@ -90,6 +94,11 @@ class BlockingHostToDevice(Rule):
     tensor sent to a CPU device, the copy would become an unwaited device-to-host copy).
     Unless the source is known to be pinned, the fix message says that the copy stops
     waiting only from pinned memory (pageable copies of 4 MB and more still wait).
+    A factory whose values do not depend on the device (`zeros`, `ones`, `full`, `empty`,
+    `eye`, an `arange` without a step), moved by a call that names only the device, is made
+    on the device instead, which copies nothing: `torch.ones(n, dtype=torch.bool).to(dev)`
+    becomes `torch.ones(n, dtype=torch.bool, device=dev)` and `torch.arange(n).cuda()`
+    `torch.arange(n, device="cuda")` (safe: the same values, dtype and device).
     """
 
     VALID = [
@@ -241,6 +250,10 @@ class BlockingHostToDevice(Rule):
     # ---- the fix --------------------------------------------------------------------
 
     def _fix(self, call: cst.Call, source: cst.BaseExpression, origin: Where) -> Replacement:
+        built = self._built_on_the_device(call, source)
+        if built is not None:
+            code = one_line(self.code_of(built), 60)
+            return Replacement(call, built, Applicability.SAFE, f"Make it on the device: `{code}` copies nothing")
         fixed = with_keyword_value(call, "non_blocking", cst.Name("True"))
         source_text = one_line(self.code_of(source), 40)
         message = "Add `non_blocking=True`"
@@ -260,6 +273,29 @@ class BlockingHostToDevice(Rule):
         else:
             applicability = Applicability.SAFE
         return Replacement(call, fixed, applicability, message)
+
+    def _built_on_the_device(self, call: cst.Call, source: cst.BaseExpression) -> cst.Call | None:
+        """`torch.ones(n).to(dev)` as `torch.ones(n, device=dev)`, `torch.arange(n).cuda()` as
+        `torch.arange(n, device="cuda")`: the lightest rewrite, for a factory whose values do not
+        depend on the device, moved by a call that names the device and nothing else."""
+        if not isinstance(source, cst.Call) or self.qualname(source.func) not in DEVICE_FACTORIES:
+            return None
+        if any(arg.star for arg in source.args) or keywords(source) - {"dtype", "requires_grad", "layout"}:
+            return None  # device=, pin_memory=, out=: not a plain host factory
+        if self.qualname(source.func) == "torch.arange" and len(positional_args(source)) > 2:
+            return None  # a step: a fractional one rounds differently on the GPU
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+        if method == "cuda":
+            if call.args:
+                return None
+            device: cst.BaseExpression = cst.SimpleString('"cuda"')
+        elif len(call.args) == 1 and (call.args[0].keyword is None or call.args[0].keyword.value == "device"):
+            device = call.args[0].value
+            if not _names_a_device(device):
+                return None  # `.to(other)` also takes `other`'s dtype
+        else:
+            return None
+        return with_keyword_arg(source, "device", device)
 
     # ---- where the source comes from ------------------------------------------------
 
@@ -435,6 +471,17 @@ class BlockingHostToDevice(Rule):
             return name == "cpu" or (by_name is not None and by_name.on_host)
         return name == "gpu" or (by_name is not None and by_name.on_device)
 
+
+
+def _names_a_device(expr: cst.BaseExpression) -> bool:
+    """A string, `torch.device(...)`, or a name that says it is a device (`device`, `x.device`, `dev`)."""
+    if isinstance(expr, cst.SimpleString):
+        return True
+    if isinstance(expr, cst.Call):
+        return dotted_name(expr.func) in ("torch.device", "device")
+    name = dotted_name(expr) or ""
+    last = name.rsplit(".", 1)[-1].lower()
+    return last.endswith("device") or last in ("dev", "gpu", "cuda")
 
 
 def _places_on_a_device(func: cst.FunctionDef) -> bool:

@@ -320,3 +320,31 @@ def test_a_factory_while_a_module_is_built_follows_the_default_device():
     # Without a register_buffer (nor an nn.Module base) nothing says a module is being built.
     plain = {f.location.row: f for f in findings(code.replace('self.register_buffer("cache", self._cache(n), persistent=False)', "self.cache = self._cache(n)"))}
     assert plain[13].confidence == Confidence.MEDIUM
+
+
+def test_a_factory_moved_to_the_device_is_made_there():
+    code = """
+    import torch
+
+    def masks(imgs: torch.Tensor, mask: torch.Tensor, n: int, h: int, w: int):
+        one_mask = torch.ones(n, n, dtype=torch.bool).to(imgs.device)
+        unused = torch.arange(len(mask)).to(mask.device)[~mask]
+        grid = torch.zeros(h, w).cuda()
+        noise = torch.randn(h, w).to(imgs.device)
+        steps = torch.arange(0, 1, 0.1).to(imgs.device)
+        return one_mask, unused, grid, noise, steps
+    """
+    assert fix_snippet(BlockingHostToDevice, textwrap.dedent(code)) == textwrap.dedent("""
+    import torch
+
+    def masks(imgs: torch.Tensor, mask: torch.Tensor, n: int, h: int, w: int):
+        one_mask = torch.ones(n, n, dtype=torch.bool, device=imgs.device)
+        unused = torch.arange(len(mask), device=mask.device)[~mask]
+        grid = torch.zeros(h, w, device="cuda")
+        noise = torch.randn(h, w).to(imgs.device, non_blocking=True)
+        steps = torch.arange(0, 1, 0.1).to(imgs.device, non_blocking=True)
+        return one_mask, unused, grid, noise, steps
+    """)
+    fix = findings(code)[0].fix
+    assert fix.applicability is Applicability.SAFE
+    assert fix.message == "Make it on the device: `torch.ones(n, n, dtype=torch.bool, device=imgs.device)` copies nothing"
