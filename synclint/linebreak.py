@@ -296,8 +296,6 @@ def _with_optional_parens(line: Line) -> Line:
     value = leaves[start:end]
     if value[0].value == "(" and _closes_at(value, 0) == len(value) - 1:
         return line  # already in parentheses of its own
-    if any(leaf.kind == tokenize.OP and leaf.value == "," for leaf in value if _depth_of(value, leaf) == 0):
-        return line  # a tuple: its parentheses are not optional
     lpar = Leaf(tokenize.OP, "", "", optional=True)  # written, it takes the space before the value
     rpar = Leaf(tokenize.OP, "", "", optional=True, left=False)
     return Line([*leaves[:start], lpar, *value, rpar, *leaves[end:]], line.indent, False, line.comment)
@@ -457,11 +455,12 @@ class Breaker:
         head_line = Line(_fresh([copies[i] for i in reversed(head)]), line.indent, False)
         body_line = Line(_fresh([copies[i] for i in reversed(body)]), line.indent + self.unit, True)
         tail_line = Line(_fresh([copies[i] for i in reversed(tail)]), line.indent, False, comment=line.comment)
-        if body_line.leaves and opening.value:
+        if body_line.leaves and (opening.value or opening.optional):
             top = max(_priorities(body_line, exclude_last=True), default=0)
             trailing_comma = body_line.leaves[-1].value == ","
-            if top == COMMA and (trailing_comma or _is_display(opening, leaves)):
-                body_line.should_split = True  # black's `should_split_line`
+            # black's `should_split_line`: a display's elements, or a tuple in optional parentheses
+            if top == COMMA and (trailing_comma or opening.optional or _is_display(opening, leaves)):
+                body_line.should_split = True
         if not body:
             tail_length = len(tail_line.render(comment=False).strip())
             if tail_length == 0:
@@ -575,8 +574,8 @@ def _priorities(line: Line, exclude_last: bool = False) -> list[int]:
 def _prefer_without_parens(without: _Split, split: _Split, breaker: Breaker) -> bool:
     """black's `_prefer_split_rhs_oop_over_rhs`, for the statements a fix writes."""
     head = split.head.leaves
-    if not (len(head) >= 2 and head[-2].value == "="):
-        return True  # the split is not right after `=`
+    if not (len(head) >= 2 and head[-2].value in AUGMENTED):
+        return True  # the split is not right after `=` (or `+=`, as ruff format reads it)
     if not any(leaf.is_opening or leaf.is_closer for leaf in head[:-1] if leaf.value):
         return True  # no brackets in the assignment's target
     if len(split.head.render()) > breaker.limit - 1:
