@@ -89,6 +89,14 @@ def test_inside_brackets_a_line_is_split_at_its_delimiters():
     ]
 
 
+def test_an_assert_message_stays_a_message():
+    # `assert (test, message)` would assert a non-empty tuple: always true.
+    line = '        assert image.shape[-2:] == mask.shape[-2:], "Image and Mask must have the same dimensions"'
+    broken = break_line(line, 50)
+    assert broken[0] != "        assert ("
+    assert " ".join(part.strip() for part in broken).replace("[ ", "[").replace(" ]", "]") == line.strip()
+
+
 @pytest.mark.parametrize("line", [
     "    x = 1",  # fits
     "    x = some_function_name(argument_one, argument_two) + \\",  # a backslash
