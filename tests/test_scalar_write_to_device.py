@@ -124,7 +124,7 @@ def test_loop_fix_keeps_multi_line_strings_and_continuation_lines_as_they_were()
         "                    0)\n"
         "        logits[row, token] = -1.0\n"
     )
-    fixed = fix_snippet(ScalarWriteToDevice, LOOP.format(body=body))
+    fixed = fix_snippet(ScalarWriteToDevice, LOOP.format(body=body), {"line-length": 120})  # no line broken
     assert '        note = """a\nb"""\n' in fixed
     assert "        check = max(row,\n                    0)\n" in fixed
     assert "        rows_list.append(row)\n        cols_list.append(token)\n" in fixed
@@ -173,6 +173,6 @@ def test_fix_writes_a_value_wrapped_over_lines_on_one_line():
         "        )\n"
         "    return out\n"
     )
-    fixed = fix_snippet(ScalarWriteToDevice, code)
+    fixed = fix_snippet(ScalarWriteToDevice, code, {"line-length": 120})  # no line broken
     assert "out.new_full((len(" in fixed and "), tokens[k]))\n" in fixed
     compile(fixed, "example.py", "exec")

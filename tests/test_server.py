@@ -195,7 +195,8 @@ async def start(client: Client, project: Path, editor: str = "visual-studio-code
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A project with a package: model code with findings, and a property another file reads."""
-    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\n", encoding="utf-8")
+    # Lines long enough that a fix's edit stays within its line (tests/test_fix_layout.py breaks them).
+    (tmp_path / "pyproject.toml").write_text("[tool.synclint]\nline-length = 120\n", encoding="utf-8")
     app = tmp_path / "app"
     app.mkdir()
     (app / "__init__.py").write_text("", encoding="utf-8")
