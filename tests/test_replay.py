@@ -89,6 +89,18 @@ def test_a_new_configuration_is_read(tmp_path):
     assert check(tmp_path).returncode == 0
 
 
+def test_a_new_ruff_configuration_in_a_parent_folder_is_read(tmp_path):
+    # Its line length decides how a fix is laid out: a record made without it is stale.
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.py").write_text("import torch\nidx = torch.tensor([1, 2, 3], device='cuda')\n")
+    first = recorded(project, "--output-format", "json")
+    assert "pin_memory=torch.cuda.is_available()).to(\\n" in first.stdout  # broken at 88
+    (tmp_path / "ruff.toml").write_text("line-length = 120\n")
+    again = check(project, "--output-format", "json")
+    assert "pin_memory=torch.cuda.is_available()).to('cuda', non_blocking=True)" in again.stdout
+
+
 def test_an_edited_gitignore_is_read(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".gitignore").write_text("other.py\n")

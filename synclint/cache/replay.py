@@ -4,7 +4,7 @@ What `synclint check` prints depends on its command line, the working directory,
 code and the files and folders it looked at: the checked files, the package files that project
 analysis indexed, the folders it walked (adding or removing a file changes its folder's
 modification time), and, in those folders and their parents, the files whose presence or text
-changes settings or discovery (`pyproject.toml`, `.gitignore`, `.git`, `__init__.py`).
+changes settings or discovery (`pyproject.toml`, `ruff.toml`, `.gitignore`, `.git`, `__init__.py`).
 
 After a check, a record keeps the `os.stat` signature of each of those paths and what the run
 printed. The next run of the same command, in the same folder, whose inputs all have the same
@@ -36,8 +36,9 @@ RACY_NS = 2_000_000_000
 # What decides how output looks (color, width) or where the cache is, besides the command line.
 ENVIRONMENT = ("SYNCLINT_CACHE_DIR", "CI", "NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "TTY_COMPATIBLE",
                "TTY_INTERACTIVE", "GITHUB_ACTIONS")
-# Files whose presence or text in a folder (or a parent) changes settings, discovery or packages.
-MARKERS = ("pyproject.toml", ".gitignore", ".git", "__init__.py")
+# Files whose presence or text in a folder (or a parent) changes settings, discovery or packages
+# (a ruff configuration gives the line length of fixes: config.formatter_line_length).
+MARKERS = ("pyproject.toml", "ruff.toml", ".ruff.toml", ".gitignore", ".git", "__init__.py")
 
 @dataclass(frozen=True)
 class Record:
