@@ -521,7 +521,7 @@ async def test_the_server_watches_configuration_and_python_files(client: Client,
     [registration] = client.registrations
     assert registration.method == "workspace/didChangeWatchedFiles"
     globs = [w["globPattern"] for w in registration.register_options["watchers"]]
-    assert globs == ["**/pyproject.toml", "**/synclint.toml", "**/*.py"]
+    assert globs == ["**/pyproject.toml", "**/synclint.toml", "**/ruff.toml", "**/.ruff.toml", "**/*.py"]
 
 
 async def test_a_changed_configuration_reloads_and_rechecks(client: Client, project: Path):

@@ -38,7 +38,8 @@ logger = logging.getLogger("synclint.server")
 DEBOUNCE_S = 0.05  # a pause in typing this long checks the buffer (a check of a large model file takes 0.2-0.3 s)
 SETTLE_S = 2.1  # replay.RACY_NS: a run keeps no package state while one of its files is younger than 2 s
 INDEX_RETRIES = 2  # runs after which a package with no state in the cache is checked file by file
-CONFIG_NAMES = ("pyproject.toml", "synclint.toml")
+# Files whose change reloads the settings (a ruff configuration gives the line length of fixes).
+CONFIG_NAMES = ("pyproject.toml", "synclint.toml", "ruff.toml", ".ruff.toml")
 PARENT_POLL_S = 5.0
 
 
