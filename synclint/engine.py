@@ -35,7 +35,7 @@ from synclint.devices.conventions import (
 )
 from synclint.devices.lattice import Where
 from synclint.devices.model import DeviceModel
-from synclint.linebreak import FileLines, fit_edit
+from synclint.fixlayout import FileLines, fit_edit
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
 from synclint.project.facts import ModuleSummary, ProjectFile

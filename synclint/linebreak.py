@@ -395,7 +395,7 @@ class Breaker:
         for index in range(len(leaves) - 1, -1, -1):
             leaf = leaves[index]
             length += (len(leaf.prefix) if index else 0) + len(leaf.value)
-            if length > self.limit or (index == len(leaves) - 1 and line.comment):
+            if length > self.limit:
                 break
             if opening is not None:
                 if leaf is opening:
@@ -618,8 +618,8 @@ def break_line(text: str, limit: int, indent_unit: str = "    ", inside_brackets
     """`text` (one physical line without its line break) as the lines black would write for it
     at `limit` characters; `[text]` when it fits or cannot be read. `inside_brackets`: the line
     continues a bracket opened on an earlier line; `statement`: it holds a whole statement."""
-    if len(text) <= limit:
-        return [text]
+    if len(text) <= limit and "," not in text:
+        return [text]  # it fits, and has no magic trailing comma
     line = _read(text)
     if line is None:
         return [text]
@@ -633,107 +633,3 @@ def break_line(text: str, limit: int, indent_unit: str = "    ", inside_brackets
         return [text]
     rendered = [new.render() for new in lines]
     return [new for new in rendered if new.strip()] or [text]
-
-
-# --------------------------------------------------------------------------------------
-# A fix's edit at the line length
-# --------------------------------------------------------------------------------------
-
-
-class FileLines:
-    """A file's lines, and the bracket depth at the start of each (counted when first asked)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.lines = text.splitlines()
-        self._depths: list[int | None] | None = None
-
-    def depth_at(self, row: int) -> int | None:
-        """The number of brackets open where line `row` (1-based) starts; None inside a string
-        or after a backslash."""
-        if self._depths is None:
-            self._depths = _row_depths(self.text, len(self.lines))
-        if not 0 < row < len(self._depths):
-            return None
-        if row > 1 and self.lines[row - 2].rstrip().endswith("\\"):
-            return None
-        return self._depths[row]
-
-
-def _row_depths(text: str, count: int) -> list[int | None]:
-    depths: list[int | None] = [None] * (count + 2)
-    depth = 0
-    filled = 0
-    previous = (0, 0)  # the rows the previous token started and ended on
-    fstrings = 0
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            fstrings += (token.type == FSTRING_START) - (token.type == FSTRING_END)
-            if fstrings:
-                continue  # the parts of an f-string (Python 3.12 on): its braces open no bracket
-            row = token.start[0]
-            for r in range(filled + 1, min(row, count + 1) + 1):
-                depths[r] = None if previous[0] < r <= previous[1] else depth
-            filled = max(filled, row)
-            if token.type == tokenize.OP and token.string in OPENING:
-                depth += 1
-            elif token.type == tokenize.OP and token.string in CLOSING:
-                depth = max(depth - 1, 0)
-            previous = (token.start[0], token.end[0])
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return depths
-
-
-def _bracket_change(text: str) -> int | None:
-    change = 0
-    fstrings = 0
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text + "\n").readline):
-            fstrings += (token.type == FSTRING_START) - (token.type == FSTRING_END)
-            if fstrings:
-                continue
-            if token.type == tokenize.OP and token.string in OPENING:
-                change += 1
-            elif token.type == tokenize.OP and token.string in CLOSING:
-                change -= 1
-            elif token.type == tokenize.STRING and token.start[0] != token.end[0]:
-                return None
-    except tokenize.TokenError:
-        pass  # brackets left open
-    except SyntaxError:
-        return None
-    return change
-
-
-def fit_edit(file: FileLines, start: tuple[int, int], end: tuple[int, int], content: str, limit: int,
-             indent_unit: str) -> tuple[tuple[int, int], tuple[int, int], str] | None:
-    """An edit replacing the text from `start` to `end` ((row, 0-based column) each) with
-    `content`, widened to whole lines and broken as a formatter breaks them, where it makes a
-    line longer than `limit` characters; None where it makes none (or a line it touches was
-    longer already: the project does not keep to that length there)."""
-    lines = file.lines
-    if not (0 < start[0] <= end[0] <= len(lines)):
-        return None
-    first, last = lines[start[0] - 1], lines[end[0] - 1]
-    if any(len(lines[row - 1]) > limit for row in range(start[0], end[0] + 1)):
-        return None
-    written = (first[: start[1]] + content + last[end[1]:]).split("\n")
-    if all(len(line) <= limit for line in written):
-        return None
-    depth = file.depth_at(start[0])
-    if depth is None or any(line.rstrip().endswith("\\") for line in written):
-        return None
-    broken: list[str] = []
-    for line in written:
-        change = _bracket_change(line)
-        if change is None:
-            return None
-        if len(line) > limit:
-            opens_with_closer = line.lstrip()[:1] in CLOSING
-            broken.extend(break_line(line, limit, indent_unit, inside_brackets=depth > 0 and not opens_with_closer,
-                                     statement=depth == 0 and change == 0))
-        else:
-            broken.append(line)
-        depth += change
-    return (start[0], 0), (end[0], len(last)), "\n".join(broken)

@@ -126,3 +126,37 @@ def test_a_method_chain_too_long_is_split_at_its_dots(write, tmp_path):
     write("pyproject.toml", "[tool.synclint]\nline-length = 80\n")
     run_cli("check", "--fix", "--unsafe-fixes", "norm.py", cwd=tmp_path)
     assert path.read_text() == PARENTHESIZED_AT_80
+
+
+# A statement the formatter already split over lines: the fix lengthens its first line, and the
+# whole statement is written again as the formatter writes it (joined, then split).
+SPLIT_BEFORE = """import torch
+
+
+def expand(latent_model_input: torch.Tensor, t: int, device: torch.device) -> torch.Tensor:
+    for step in range(2):
+        t_expand = torch.tensor([t] * latent_model_input.shape[0], device=device).to(
+            dtype=latent_model_input.dtype
+        )
+    return t_expand
+"""
+SPLIT_FIXED = """import torch
+
+
+def expand(latent_model_input: torch.Tensor, t: int, device: torch.device) -> torch.Tensor:
+    for step in range(2):
+        t_expand = (
+            torch.tensor([t] * latent_model_input.shape[0], pin_memory=torch.cuda.is_available())
+            .to(device, non_blocking=True)
+            .to(dtype=latent_model_input.dtype)
+        )
+    return t_expand
+"""
+
+
+def test_a_statement_over_several_lines_is_written_again_whole(write, tmp_path):
+    path = write("expand.py", SPLIT_BEFORE)
+    write("pyproject.toml", "[tool.ruff]\nline-length = 100\n")
+    proc = run_cli("check", "--fix", "expand.py", cwd=tmp_path)
+    assert "Fixed 1 finding" in proc.stderr, proc.stderr
+    assert path.read_text() == SPLIT_FIXED
