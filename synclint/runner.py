@@ -22,7 +22,7 @@ from synclint.model import Applicability
 from synclint.noqa import unknown_codes
 from synclint.progress import OFF, Progress
 from synclint.project.demand import Demand
-from synclint.project.facts import ProjectFile, ProjectView
+from synclint.project.facts import ProjectFile, ProjectView, widened
 from synclint.project.index import ProjectIndex
 from synclint.project.placement import imported_modules, module_name, package_root
 from synclint.view import View
@@ -183,13 +183,13 @@ def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageSta
     if state is None or not settings.project_analysis:
         return _check_data(data, job, cache, store, debug), job.project
     index: ProjectIndex = state.index  # type: ignore[assignment]  # (cache.py keeps it untyped)
-    summary = state.summaries.get(job.shown)  # the view it had then: an edit seldom changes what it uses
-    job, digest = _given_view(job, index.view_for(summary) if summary is not None else None)
+    # The view it was last checked with: an edit seldom changes what it uses.
+    job, digest = _given_view(job, _kept_view(state.views, job, data, cache))
     result = _check_data(data, job, cache, store, debug)
     for _ in range(MAX_PROJECT_ROUNDS):
         if result.summary is None:
             break
-        again, again_digest = _given_view(job, index.view_for(result.summary))
+        again, again_digest = _given_view(job, widened(job.project.view, index.view_for(result.summary)))
         if again_digest == digest:
             break
         job, digest = again, again_digest
@@ -275,7 +275,7 @@ def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, p
     return results
 
 
-MAX_PROJECT_ROUNDS = 3
+MAX_PROJECT_ROUNDS = 20  # views only grow (facts.widened): a guard, not a limit a run meets
 
 
 def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver, mode: Mode, cache: Cache | None,
@@ -313,8 +313,8 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         run.signatures.update((path, known) for path, known in state.files.items() if path not in checked)
         run.walked_folders.update(state.folders)
         jobs, _ = _with_host_fields([_placed(job) for job in work], cache.read, state.declarations)
-        # Each file starts with the view its summary had then: an edit seldom changes what it uses.
-        checked_with = _with_views(jobs, state.index, state.summaries)
+        # Each file starts with the view it was last checked with: an edit seldom changes what it uses.
+        checked_with = _with_kept_views(jobs, state.views, cache)
         results = _check_all(jobs, check, cache, workers, progress)
         _look_again(jobs, results, lambda: state.index, check, cache, workers, progress, checked_with)
         return _fixed(jobs, results, mode, workers, progress, cache)
@@ -329,9 +329,10 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
     snapshot_was_kept = snapshot is not None
     if snapshot is not None:
-        # The same files as a run that ended with this index: only the checked files' views are needed.
+        # The same files as a run that ended with this index: each checked file gets the view
+        # that run last checked it with, and so the same result (its cache entry).
         jobs = jobs[: len(work)]
-        _with_views(jobs, snapshot.index, snapshot.summaries)
+        _with_kept_views(jobs, snapshot.views, cache)
     label = "checking"
     if snapshot is None and packages:  # the first look at these packages (or at the files that changed in them)
         named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
@@ -356,13 +357,13 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
                      if item is not None and item.result.summary is not None}
         kept, small = index.snapshot(summaries)
-        snapshot = ProjectSnapshot(kept, Packed(small))
+        snapshot = ProjectSnapshot(kept, Packed(small), Packed(_views_of(jobs, cache)))
         cache.put(snapshot_key, snapshot)
     if state_keys and snapshot is not None:
         indexed = frozenset(os.path.abspath(job.path) for job in [*work, *index_only])
         saved = PackageState(indexed, inputs_of((), indexed), _listings(run.walked_folders), snapshot.index,
                              {module: found for module, found in declarations.items() if any(found)},
-                             snapshot.summaries)
+                             snapshot.summaries, snapshot.views)
         if not any(sig is not None and sig[0] > started - RACY_NS for sig in saved.files.values()):
             for key in state_keys:  # unless a file changed too recently for its stat to tell (replay.RACY_NS)
                 # A kept state of the same files, as stat sees them, and the same index is this one
@@ -455,14 +456,44 @@ class _Rounds:
         return self.progress.phase(label, max(self.asked, self.done + total), self.done + done)
 
 
-def _with_views(jobs: list[Job], index: ProjectIndex, summaries: Packed) -> list[str]:
-    """Give each job (in place) its view of `index`, asked for the summary `summaries` holds of
-    its file; the digests of the views ("" where none)."""
+def _views_of(jobs: list[Job], cache: Cache) -> dict[str, tuple[str, ProjectView]]:
+    """The view each job was last checked with, by shown path, beside the key of the file's
+    bytes and settings (its entry key with no view), which says whether it is the same file."""
+    views = {}
+    for job in jobs:
+        if job.project.view:
+            try:
+                views[job.shown] = (_entry_key(cache, _given_view(job, None)[0]), job.project.view)
+            except OSError:
+                continue
+    return views
+
+
+def _kept_view(views: Packed, job: Job, data: bytes | None = None, cache: Cache | None = None) -> ProjectView | None:
+    """The view `views` (`_views_of`) kept for the job's file, if the file is as it was then
+    (`data`: its bytes as an editor holds them); None when it changed: its view is made anew."""
+    if not job.settings.project_analysis:
+        return None
+    kept = views.get(job.shown)
+    if kept is None:
+        return None
+    key, view = kept
+    unviewed = _given_view(job, None)[0]
+    if cache is None:
+        return None
+    try:
+        now = _entry_key(cache, unviewed, hashlib.sha256(data).digest() if data is not None else None)
+    except OSError:
+        return None
+    return view if now == key else None
+
+
+def _with_kept_views(jobs: list[Job], views: Packed, cache: Cache) -> list[str]:
+    """Give each job (in place) the view it was last checked with, where its file is unchanged
+    (`_kept_view`); the digests of the views ("" where none)."""
     digests = []
     for i, job in enumerate(jobs):
-        summary = summaries.get(job.shown)
-        asks = summary is not None and job.settings.project_analysis
-        jobs[i], digest = _given_view(job, index.view_for(summary) if asks else None)
+        jobs[i], digest = _given_view(job, _kept_view(views, job, cache=cache))
         digests.append(digest)
     return digests
 
@@ -474,10 +505,11 @@ def _given_view(job: Job, view: ProjectView | None) -> tuple[Job, str]:
 
 def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check: Mode, cache: Cache | None,
                 workers: int, progress: Progress, checked_with: list[str] | None = None) -> ProjectIndex:
-    """Check again, with its view of `index_now()` (asked each round), each file whose view
-    changed, for at most MAX_PROJECT_ROUNDS rounds; `results` are updated in place. Returns
-    the last index. `checked_with`: the digest of the view each result was checked with
-    (default: none)."""
+    """Check again each file whose view of `index_now()` (asked each round), widened by the
+    view it was checked with (`facts.widened`), changed, until no view changes (views only
+    grow, so this ends; MAX_PROJECT_ROUNDS only guards against a bug); `results` are updated
+    in place. Returns the last index. `checked_with`: the digest of the view each result was
+    checked with (default: none)."""
     checked_with = checked_with or ["" for _ in jobs]
     for _ in range(MAX_PROJECT_ROUNDS):
         index = index_now()
@@ -486,7 +518,7 @@ def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check
             summary = item.result.summary if item is not None else None
             if summary is None or not jobs[i].settings.project_analysis:
                 continue
-            job, digest = _given_view(jobs[i], index.view_for(summary))
+            job, digest = _given_view(jobs[i], widened(jobs[i].project.view, index.view_for(summary)))
             if digest != checked_with[i]:
                 jobs[i], checked_with[i] = job, digest
                 again.append(i)
