@@ -480,8 +480,12 @@ class HostRead(Rule):
             sure = Confidence.MEDIUM if isinstance(receiver, cst.Attribute) else Confidence.LOW
             where = Where(Place.DEVICE, sure, f"`.cpu()` moves {one_line(self.code_of(receiver))} to the host, so it is a tensor, likely on the GPU")
             self._report(call, where, "copies the values to the host")
-        elif method in ("item", "tolist", "cpu") and id(call) not in self._tested_items:
-            self._report_operand(call, receiver, f"copies {'the values' if method != 'item' else 'a value'} to the host")
+        elif method in ("item", "tolist") and id(call) not in self._tested_items:
+            where = self.where_read(receiver)
+            if where.on_device:
+                self._report(call, where, f"copies {'the values' if method != 'item' else 'a value'} to the host")
+        elif method == "cpu":
+            self._report_operand(call, receiver, "copies the values to the host")
         elif method == "numpy" and may_be_true(keyword_arg(call, "force")):
             self._report_operand(call, receiver, "copies the values to the host")
         elif method == "to" and not may_be_true(keyword_arg(call, "non_blocking")):

@@ -195,7 +195,7 @@ class SyncInCondition(Rule):
 
     def _check_operand(self, operand: cst.BaseExpression, fix: Replacement | None = None) -> None:
         item = method_call(operand, "item")
-        where = self.where(item.value if item is not None else operand)
+        where = self.where_read(item.value) if item is not None else self.where(operand)
         if not where.on_device:
             return
         text = self.code_of(operand)

@@ -133,6 +133,10 @@ class FileContext:
         stmt = self.statements[-1] if self.statements else None
         return self.devices.where(expr, self.scopes[-1], stmt, self.comprehensions[-1])
 
+    def where_read(self, expr: cst.BaseExpression) -> Where:
+        stmt = self.statements[-1] if self.statements else None
+        return self.devices.where_read(expr, self.scopes[-1], stmt, self.comprehensions[-1])
+
     def current_function(self) -> cst.FunctionDef | None:
         scope = self.scopes[-1]
         return scope if isinstance(scope, cst.FunctionDef) else None

@@ -134,6 +134,7 @@ class RuleContext(Protocol):
     reports: list[tuple["Rule", "Report"]]
 
     def where(self, expr: cst.BaseExpression) -> "Where": ...
+    def where_read(self, expr: cst.BaseExpression) -> "Where": ...
     def site(self) -> Site: ...
     def context(self) -> str: ...
     def may_repeat(self) -> bool: ...
@@ -170,6 +171,11 @@ class Rule:
     def where(self, expr: cst.BaseExpression) -> "Where":
         """Where `expr` lives, just before the statement being visited."""
         return self.ctx.where(expr)
+
+    def where_read(self, expr: cst.BaseExpression) -> "Where":
+        """Where `expr` lives, given that the code reads its values with `.item()` or `.tolist()`,
+        which only a tensor or a numpy value has: a value of unknown type is a tensor then."""
+        return self.ctx.where_read(expr)
 
     def placement(self, device_arg: cst.BaseExpression) -> "Where":
         """What a `device=` argument means here (a host tensor for "cpu")."""

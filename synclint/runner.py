@@ -14,7 +14,6 @@ from synclint.cache.replay import RACY_NS, inputs_of
 from synclint.cache.signatures import Signature, listing
 from synclint.cache.store import Cache
 from synclint.config import Settings, SettingsResolver
-from synclint.devices.conventions import field_declarations, host_field_names
 from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes, check_file
 from synclint.files import PathProblem, Target, discover, relative_to_root
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
@@ -24,7 +23,8 @@ from synclint.progress import OFF, Progress
 from synclint.project.demand import Demand
 from synclint.project.facts import ProjectFile, ProjectView, widened
 from synclint.project.index import ProjectIndex
-from synclint.project.placement import imported_modules, module_name, package_root
+from synclint.project.placement import module_name, package_root
+from synclint.project.text_facts import Declarations, with_text_facts
 from synclint.view import View
 
 FILES_PER_BATCH = 8
@@ -173,7 +173,7 @@ def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageSta
         return skipped.result, job.project
     if settings.project_analysis:
         job = _placed(job)
-        [job], _ = _with_host_fields([job], lambda _: data, state.declarations if state is not None else None)
+        [job], _, _ = _with_text_facts([job], lambda _: data, state)
     store = False
     if cache is not None:
         try:
@@ -312,7 +312,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         run.read_files += list(state.files)
         run.signatures.update((path, known) for path, known in state.files.items() if path not in checked)
         run.walked_folders.update(state.folders)
-        jobs, _ = _with_host_fields([_placed(job) for job in work], cache.read, state.declarations)
+        jobs, _, _ = _with_text_facts([_placed(job) for job in work], cache.read, state)
         # Each file starts with the view it was last checked with: an edit seldom changes what it uses.
         checked_with = _with_kept_views(jobs, state.views, cache)
         results = _check_all(jobs, check, cache, workers, progress)
@@ -323,7 +323,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
                        and (root := package_root(job.path)) is not None})
     run.read_files += [os.fspath(job.path) for job in index_only]
     texts: dict[Path, bytes] = {}
-    jobs, declarations = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
+    jobs, declarations, gpu = _with_text_facts([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
                                            _reader(cache, texts if index_only else None))
     snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
@@ -363,7 +363,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         indexed = frozenset(os.path.abspath(job.path) for job in [*work, *index_only])
         saved = PackageState(indexed, inputs_of((), indexed), _listings(run.walked_folders), snapshot.index,
                              {module: found for module, found in declarations.items() if any(found)},
-                             snapshot.summaries, snapshot.views)
+                             snapshot.summaries, snapshot.views, gpu)
         if not any(sig is not None and sig[0] > started - RACY_NS for sig in saved.files.values()):
             for key in state_keys:  # unless a file changed too recently for its stat to tell (replay.RACY_NS)
                 # A kept state of the same files, as stat sees them, and the same index is this one
@@ -578,7 +578,7 @@ def _fix_key(cache: Cache, job: Job, mode: Mode) -> str:
     fields = ",".join(sorted(job.project.host_fields))
     return cache.key(cache.digest(job.path), job.shown, job.settings,
                      f"diff:{unsafe}:{job.settings.view_key()}:{job.project.module}:{view.digest() if view else ''}:"
-                     f"{fields}")
+                     f"{fields}:{job.project.gpu_package}")
 
 
 def _listings(folders: set[str]) -> dict[str, tuple[str, ...]]:
@@ -615,7 +615,7 @@ def _entry_key(cache: Cache, job: Job, digest: bytes | None = None) -> str:
     view = job.project.view
     fields = ",".join(sorted(job.project.host_fields))
     return cache.key(cache.digest(job.path) if digest is None else digest, job.shown, job.settings,
-                     f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
+                     f"check:{job.project.module}:{view.digest() if view else ''}:{fields}:{job.project.gpu_package}")
 
 
 def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
@@ -632,47 +632,21 @@ def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
     return project.hexdigest()
 
 
-Declarations = tuple[frozenset[str], frozenset[str]]  # project.field_declarations
-
-
-def _with_host_fields(jobs: list[Job], read: Callable[[Path], bytes], elsewhere: dict[str, Declarations] | None = None
-                      ) -> tuple[list[Job], dict[str, Declarations]]:
-    """The jobs, each file that handles multimodal inputs told which of them stay on the CPU:
-    those that every declaration in the project keeps there, and those its own file keeps there
-    (synclint.devices.conventions.field_declarations); with the declarations of each module. `elsewhere`
-    adds those of modules not among the jobs (a package state's)."""
-    declared: dict[int, Declarations] = {}
-    multimodal: dict[int, bytes] = {}
-    for i, job in enumerate(jobs):
-        if job.settings.project_analysis:
-            try:
-                data = read(job.path)
-            except OSError:
-                continue  # its check reports it
-            if any(word in data for word in _MULTIMODAL):  # (`MultiModalFieldConfig` has one)
-                multimodal[i] = data
-                declared[i] = field_declarations(data)
-            else:
-                declared[i] = (frozenset(), frozenset())
-    by_module = dict(elsewhere or {})
-    for i, job in enumerate(jobs):
-        if job.project.module and i in declared:
-            by_module[job.project.module] = declared[i]
-    unplaced = [found for i, found in declared.items() if not jobs[i].project.module]
-    everywhere = host_field_names([*by_module.values(), *unplaced])
-    placed = []
-    for i, job in enumerate(jobs):
-        fields: frozenset[str] = frozenset()
-        if i in multimodal:
-            # Its own declarations, and those of the project modules it imports (a model's processor).
-            near = [declared[i], *(by_module[m] for m in sorted(imported_modules(multimodal[i], job.project.package))
-                                   if m in by_module and m != job.project.module)]
-            fields = everywhere | host_field_names(near)
-        placed.append(replace(job, project=replace(job.project, host_fields=fields)) if fields else job)
-    return placed, by_module
-
-
-_MULTIMODAL = (b"ultimodal", b"ultiModal", b"ulti_modal", b"ULTIMODAL", b"ULTI_MODAL")  # (m|M)ultimodal, ...
+def _with_text_facts(jobs: list[Job], read: Callable[[Path], bytes], state: PackageState | None = None
+                     ) -> tuple[list[Job], dict[str, Declarations], dict[str, str]]:
+    """The jobs, each told what its package's text says (synclint.project.text_facts): the
+    multimodal inputs kept on the CPU, and why the package runs on GPUs; with the declarations
+    of each module and the reason of each package. `state`: what a kept state knew of the
+    package's other files."""
+    analysed = [i for i, job in enumerate(jobs) if job.settings.project_analysis]
+    projects, declarations, gpu = with_text_facts(
+        [(jobs[i].path, jobs[i].project) for i in analysed], read,
+        state.declarations if state is not None else None, state.gpu if state is not None else None)
+    placed = list(jobs)
+    for i, project in zip(analysed, projects):
+        if project is not jobs[i].project:
+            placed[i] = replace(jobs[i], project=project)
+    return placed, declarations, gpu
 
 
 def _placed(job: Job) -> Job:

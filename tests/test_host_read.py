@@ -251,7 +251,9 @@ def test_a_branch_that_returns_does_not_reach_the_code_after_it():
         "    if fast:\n        offsets = offsets.to(device)\n    return offsets.tolist()\n"
     )
     found = check_snippet(HostRead, code, min_confidence=Confidence.LOW)
-    assert [f.location.row for f in found] == [12]
+    # Row 7 reads a value of unknown type with `.tolist()`: a tensor, not the one moved on the path that returned.
+    assert [(f.location.row, f.confidence) for f in found] == [(7, Confidence.MEDIUM), (12, Confidence.MEDIUM)]
+    assert "is read as only a tensor or an array can be" in found[0].because
 
 
 def test_a_guessed_device_tensor_mixed_with_a_cpu_copy_is_a_cpu_tensor():

@@ -36,7 +36,7 @@ from synclint.devices.symbols import Symbols
 from synclint.devices.usage import runs_a_model, tensor_uses
 from synclint.model import Confidence
 from synclint.project.facts import EMPTY_VIEW, ProjectFile
-from synclint.syntax import Scope, dotted_name, is_property, local_assignments, statements
+from synclint.syntax import Scope, code_text, dotted_name, is_property, local_assignments, statements
 
 
 class DeviceModel:
@@ -85,6 +85,20 @@ class DeviceModel:
             return Where(found.place, Confidence.LOW, f"{found.because}; but {cpu_path.because}",
                          found.is_none, found.items, found.element)
         return found
+
+    def where_read(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None,
+                   comprehensions: Sequence[cst.CSTNode] = ()) -> Where:
+        """Where `expr` lives, given that the code reads its values on the host with `.item()` or
+        `.tolist()`: only a tensor or a numpy value has those, so in torch code a value of
+        unknown type read so is a tensor (`Evaluator.tensor`: on the GPU where the file or
+        its package runs on GPUs); numpy evidence makes it a host value as before."""
+        found = self.where(expr, scope, stmt, comprehensions)
+        if found.place is not Place.UNKNOWN:
+            return found
+        evaluator = self._evaluator(scope, stmt)
+        for comprehension in comprehensions:
+            evaluator = evaluator.within(comprehension)
+        return evaluator.tensor(f"`{code_text(expr, 40)}` is read as only a tensor or an array can be")
 
     def platform_at(self, scope: Scope | None, stmt: cst.CSTNode | None) -> str | None:
         """The accelerator other than a CUDA GPU that the code at `stmt` runs on, by the branch it
@@ -206,6 +220,17 @@ class DeviceModel:
         if not self._accelerator_use:
             self._accelerator_use.append(None if self.host_code else accelerator_use(self.module))
         return self._accelerator_use[0]
+
+    def runs_on_gpus(self) -> str | None:
+        """Why this file's tensors of unknown device are on the GPU: the file puts its model or
+        data there, or its package runs on GPUs (synclint.project.text_facts); None when nothing
+        says so, and in host-side code."""
+        placed = self.accelerator_use()
+        if placed is not None:
+            return f"in a file that puts its model or data on the GPU (`{placed}`)"
+        if self.project.gpu_package and not self.host_code:
+            return f"in a package that runs on GPUs ({self.project.gpu_package})"
+        return None
 
     def tensor_uses(self, scope: Scope) -> dict[str, str]:
         """The names `scope` uses as only a tensor can be used (`usage.tensor_uses`), once."""
