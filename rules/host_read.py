@@ -197,6 +197,8 @@ class HostRead(Rule):
         Valid("import torch\nx = torch.zeros(3)\ny = x.cpu()\nz = x.numpy()\nw = x.tolist()\nn = x.sum().item()\n"),
         Valid("import torch\nx = torch.zeros(3, device='cuda')\ny = x.to('cpu', non_blocking=True)\n"),
         Valid("import torch\nt = torch.ones(1, device='cuda')\nif t.item():\n    pass\n"),
+        # Inside a block that ends in `raise`: only on the way to an error.
+        Valid("import torch\nt = torch.ones(4, device='cuda')\nif not ok:\n    bad = t.tolist()\n    raise ValueError(bad)\n"),
         Valid("import torch\nt = torch.ones(1, device='cuda')\nwhile not t.item() or t.item():\n    break\n"),
         Valid("import torch\nx = torch.zeros(3, device='cuda')\nidx = torch.arange(2, device='cuda')\ny = x[idx]\n"),
         Valid("import torch\nx = torch.zeros(8, device='cuda')\nn = x.shape[0]\ny = x[:n]\nz = x[0]\nr = range(len(x))\n"),

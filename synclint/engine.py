@@ -42,7 +42,7 @@ from synclint.project.index import ProjectIndex
 from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
 from synclint.rule import Replacement, Report, Rule, Site
 from synclint.source import DecodeProblem, SourceText, decode, too_complex
-from synclint.syntax import Scope, code_text, dotted_name, interval_of, self_attribute_assignments
+from synclint.syntax import Scope, code_text, dotted_name, interval_of, self_attribute_assignments, statements
 from synclint.traversal import TRIVIA_NAMES, walk
 
 PARSE_ERROR = ("SYNC000", "parse-error")
@@ -375,6 +375,8 @@ class BatchedVisitor(cst.CSTVisitor):
         elif type(node) is cst.If and attribute == "body":
             if interval_of(node.test) is not None:
                 self.ctx.intervals[-1] = (*self.ctx.intervals[-1], node)
+            if _ends_in_raise(node.body):
+                self.ctx.allowed_depth += 1  # `if bad: <describe it>; raise ...`: on the way to an error
         elif attribute in ERROR_PATHS.get(type(node), ()):
             self.ctx.allowed_depth += 1  # reported nowhere, counted in no chain: as `with gpu_sync_allowed():`
 
@@ -384,6 +386,8 @@ class BatchedVisitor(cst.CSTVisitor):
         elif type(original_node) is cst.If and attribute == "body":
             if self.ctx.intervals[-1] and self.ctx.intervals[-1][-1] is original_node:
                 self.ctx.intervals[-1] = self.ctx.intervals[-1][:-1]
+            if _ends_in_raise(original_node.body):
+                self.ctx.allowed_depth -= 1
         elif attribute in ERROR_PATHS.get(type(original_node), ()):
             self.ctx.allowed_depth -= 1
 
@@ -395,6 +399,17 @@ class BatchedVisitor(cst.CSTVisitor):
             if name is not None and name.rsplit(".", 1)[-1] in allowed:
                 return True
         return False
+
+
+def _ends_in_raise(body: cst.BaseSuite) -> bool:
+    """Whether a block's last statement raises: the block runs only on the way to an error (the
+    test that chose it still runs every time, and is checked as usual)."""
+    last = statements(body)[-1:]
+    if not last:
+        return False
+    stmt = last[0]
+    small = stmt.body[-1] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else stmt
+    return isinstance(small, cst.Raise)
 
 
 def rules_for_text(text: str, rules: list[type[Rule]]) -> list[type[Rule]]:
