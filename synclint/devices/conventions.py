@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import libcst as cst
+
 from synclint.devices.lattice import HOST, Place, Where, device, host_tensor
 from synclint.model import Confidence
 
@@ -77,6 +79,19 @@ _FLAG_NAME = re.compile(r"_*(?:is|has|have|use|uses|using|can|should|enable|enab
 def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
     """One regular expression for `fnmatchcase(name, p) for p in patterns` (asked of every name)."""
     return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns) or "(?!)")
+
+
+# What command-line flags and settings objects are called (`args = parser.parse_args()`,
+# `self.config`, `cfg`, `opt`, `hparams`): their fields are Python values, whatever their name
+# says (`args.gpu` is a GPU's number, not a `.gpu` buffer).
+SETTINGS_NAMES = frozenset("args opt opts options config cfg conf hparams hps flags FLAGS settings".split())
+
+
+def is_settings_namespace(expr: cst.BaseExpression) -> bool:
+    """Whether `expr` names a settings object: `args`, `cfg`, `self.config`, `self.args`."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        expr = expr.attr
+    return isinstance(expr, cst.Name) and expr.value in SETTINGS_NAMES
 
 
 def classify_buffer_field(attr: str) -> Where | None:

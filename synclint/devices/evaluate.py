@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from synclint.devices.conventions import VERB_NAME, classify_buffer_field, names_a_device, names_the_host
+from synclint.devices.conventions import (
+    VERB_NAME,
+    classify_buffer_field,
+    is_settings_namespace,
+    names_a_device,
+    names_the_host,
+)
 from synclint.devices.lattice import (
     HOST,
     MODULE_OUTPUT,
@@ -31,6 +37,7 @@ from synclint.devices.lattice import (
     join_all,
 )
 from synclint.devices.torch_api import (
+    ARRAY_ONLY_METHODS,
     DATA_FACTORIES,
     DTYPE_NAMES,
     HOST_ATTRIBUTES,
@@ -207,6 +214,9 @@ class Evaluator:
                 return owner  # a submodule (where its module is), or a method to call (`_module_method` knows which)
             if owner.on_device and attr in OUTPUT_FIELDS:
                 return owner  # `outputs.loss`: a field of a model's output
+        if is_settings_namespace(expr.value):
+            # `args.gpu`, `self.config.device_batch`: parsed flags and settings are Python values.
+            return Where(Place.HOST, Confidence.MEDIUM, f"{code_text(expr)} is a setting")
         return classify_buffer_field(attr) or self.model.conventions.classify(attr) or UNKNOWN
 
     # compound expressions ----------------------------------------------------------
@@ -501,6 +511,9 @@ class Evaluator:
             return base
         if base.is_tensor or base.place is Place.HOST:
             return base
+        if base.place is Place.UNKNOWN and method in ARRAY_ONLY_METHODS and self.model.imports_torch():
+            # Only a tensor or an array has `.any()`, `.max()`, ...: in torch code, a tensor.
+            return self.tensor(f"`{code_text(receiver, 40)}` has .{method}(), as only a tensor or an array has")
         return None
 
     def _module_method(self, module: Where, receiver: cst.BaseExpression, method: str, call: cst.Call) -> Where:
@@ -582,7 +595,8 @@ class Evaluator:
                 return host_tensor(text)
             if self.model.host_code:
                 return UNKNOWN  # host-side code: a device variable there is as often the CPU
-            return device(text, Confidence.MEDIUM if owner.place is Place.UNKNOWN else Confidence.HIGH)
+            # A module's device is where it was put; a settings object's or an unknown value's, a guess.
+            return device(text, Confidence.MEDIUM if owner.place in (Place.UNKNOWN, Place.HOST) else Confidence.HIGH)
         text = code_text(arg)
         if names_the_host(text):
             return host_tensor(text)

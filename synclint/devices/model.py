@@ -66,6 +66,7 @@ class DeviceModel:
         self._local_values: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._calls_by_name: dict[str, list[cst.Call]] | None = None
         self._accelerator_use: list[str | None] = []  # computed once: [the answer]
+        self._imports_torch: bool | None = None
         self._tensor_uses: dict[int, dict[str, str]] = {}
         self._model_calls: dict[int, str | None] = {}  # id(class or function) -> its first call of a model
 
@@ -220,6 +221,12 @@ class DeviceModel:
         if not self._accelerator_use:
             self._accelerator_use.append(None if self.host_code else accelerator_use(self.module))
         return self._accelerator_use[0]
+
+    def imports_torch(self) -> bool:
+        """Whether the module imports torch (any of its modules)."""
+        if self._imports_torch is None:
+            self._imports_torch = any(q == "torch" or q.startswith("torch.") for q in self.symbols.imports.aliases.values())
+        return self._imports_torch
 
     def runs_on_gpus(self) -> str | None:
         """Why this file's tensors of unknown device are on the GPU: the file puts its model or

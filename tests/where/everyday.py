@@ -28,8 +28,8 @@ def either(x):
 
 
 def counts(args):
-    args.num_gpus  # where: unknown
-    args.multi_gpu  # where: host medium (multi_gpu is a flag by its name)
+    args.num_gpus  # where: host medium (args.num_gpus is a setting)
+    args.multi_gpu  # where: host medium (args.multi_gpu is a setting)
 
 
 def batch_of(features: list):
@@ -64,3 +64,9 @@ def unpacked(x: torch.Tensor):
 def weight_loader(param: nn.Parameter, loaded_weight: torch.Tensor):
     loaded_weight  # where: host-tensor medium (loaded_weight is a checkpoint tensor given to the weight loader)
     param.data  # where: device
+
+
+def launch(args, cfg):
+    args.gpu  # where: host medium (args.gpu is a setting)
+    cfg.batch_gpu  # where: host medium
+    torch.zeros(2, device=args.device)  # where: device medium
