@@ -586,7 +586,7 @@ def problem_finding(code_name: tuple[str, str], relpath: str, message: str, row:
                     line: str = "") -> Finding:
     code, name = code_name
     return Finding(code, name, message, relpath, Location(row, column), Location(row, column + 1),
-                   Confidence.HIGH, "code", None, None, row, line)
+                   Confidence.HIGH, "code", None, None, row, source_line=line)
 
 
 def _syntax_error(text: str, relpath: str, exc: cst.ParserSyntaxError) -> Finding:
