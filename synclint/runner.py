@@ -335,7 +335,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
     snapshot_was_kept = snapshot is not None
-    if snapshot is not None:
+    if snapshot is not None and cache is not None:
         # The same files as a run that ended with this index: each checked file gets the view
         # that run last checked it with, and so the same result (its cache entry).
         jobs = jobs[: len(work)]
