@@ -87,7 +87,7 @@ class DeviceModel:
         return found
 
     def where_read(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None,
-                   comprehensions: Sequence[cst.CSTNode] = ()) -> Where:
+                   comprehensions: Sequence[cst.BaseComp] = ()) -> Where:
         """Where `expr` lives, given that the code reads its values on the host with `.item()` or
         `.tolist()`: only a tensor or a numpy value has those, so in torch code a value of
         unknown type read so is a tensor (`Evaluator.tensor`: on the GPU where the file or
