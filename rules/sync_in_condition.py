@@ -161,9 +161,11 @@ class SyncInCondition(Rule):
         if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)):
             return None
         checked = {self._overflow_check_target(test.left), self._overflow_check_target(test.right)}
-        if len(checked) != 1 or None in checked:
+        if len(checked) != 1:
             return None
         (target,) = checked
+        if target is None:
+            return None
         body = node.body.body
         if any(find_all(stmt, cst.Return, cst.Raise, cst.Break, cst.Continue) for stmt in body):
             return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from synclint import __version__
 
@@ -21,7 +21,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # exit 2 with one clear line, as argparse does, but no usage dump
+    def error(self, message: str) -> NoReturn:  # exit 2 with one clear line, as argparse does, but no usage dump
         raise UsageError(message)
 
 

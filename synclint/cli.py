@@ -11,8 +11,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from synclint.arguments import SUBCOMMANDS, UsageError, build_parser
+
+if TYPE_CHECKING:
+    from synclint.runtime import RuntimeSite
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -216,7 +220,7 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         if stale:
             print(f"synclint: {stale} baseline entr{'ies' if stale != 1 else 'y'} no longer found (fixed or "
                   f"changed); shrink {baseline} with --write-baseline", file=sys.stderr)
-    missed = []
+    missed: list[RuntimeSite] = []
     if args.runtime_report is not None:
         from synclint.runtime import RuntimeReportError, confirm, load_sites
 

@@ -6,6 +6,7 @@ names the key and the file. Command-line options override the file.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import functools
 import os
@@ -32,7 +33,7 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class Key:
     type: type | tuple[type, ...]
-    element: type | None = None  # for lists and dict values
+    element: builtins.type | None = None  # for lists and dict values (`type` here: the field above)
     help: str = ""
 
 

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -66,7 +67,7 @@ class FileResult:
     @property
     def summary(self) -> ModuleSummary | None:
         if isinstance(self.summary_data, bytes):
-            self.summary_data = pickle.loads(self.summary_data)
+            self.summary_data = cast(ModuleSummary, pickle.loads(self.summary_data))
         return self.summary_data
 
     @summary.setter
@@ -108,7 +109,7 @@ class FileContext:
         # Per scope: the `if step % interval == 0:` blocks around the node, outermost first.
         self.intervals: list[tuple[cst.If, ...]] = [()]
         # Per scope: the comprehensions around the node being visited, outermost first.
-        self.comprehensions: list[tuple[cst.CSTNode, ...]] = [()]
+        self.comprehensions: list[tuple[cst.BaseComp, ...]] = [()]
         self.allowed_depth = 0
         self.blocks: list[cst.IndentedBlock] = []
 
@@ -117,7 +118,7 @@ class FileContext:
         default = self.module.default_indent
         return "".join(default if block.indent is None else block.indent for block in self.blocks)
 
-    def assignments(self, scope: Scope) -> dict[str, list[cst.BaseExpression | None]]:
+    def assignments(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
         """`syntax.local_assignments(scope)`, found once per file for the device model and every
         rule that asks (each walks the whole scope). Shared: read it, do not change it."""
         return self.devices.local_values(scope)
@@ -178,7 +179,8 @@ class FileContext:
         intervals = self.intervals[-1]
         return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1],
                     self.devices.platform_at(self.scopes[-1], stmt),
-                    code_text(interval_of(intervals[-1].test), 40) if intervals else None)
+                    # (an if is kept in `intervals` only when its test has a period: on_visit_attribute)
+                    code_text(cast(cst.BaseExpression, interval_of(intervals[-1].test)), 40) if intervals else None)
 
     def accelerator(self, scope: Scope) -> str | None:
         """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path
@@ -220,7 +222,7 @@ class FileContext:
         return tuple(found)
 
 
-LOOP_BODIES = {
+LOOP_BODIES: dict[type, tuple[str, ...]] = {
     cst.For: ("body",),
     cst.While: ("body",),
     cst.ListComp: ("elt",),
@@ -231,17 +233,17 @@ LOOP_BODIES = {
 }
 # Code that runs only on the way to an error: an assert's message, what a `raise` raises. A sync
 # there costs nothing in a run that works (`assert x.shape == y.shape, f"{x}"`).
-ERROR_PATHS = {
+ERROR_PATHS: dict[type, tuple[str, ...]] = {
     cst.Assert: ("msg",),
     cst.Raise: ("exc", "cause"),
 }
 # The fields the batched visitor is told of when it enters and leaves them (an `if`'s body:
 # whether it runs once every so many steps, `interval_of`).
-ATTRIBUTE_HOOKS = {**LOOP_BODIES, **ERROR_PATHS, cst.If: ("body",)}
+ATTRIBUTE_HOOKS: dict[type, tuple[str, ...]] = {**LOOP_BODIES, **ERROR_PATHS, cst.If: ("body",)}
 
 
 @functools.lru_cache(maxsize=None)
-def _callback_names(rule: type[Rule]) -> tuple[str, ...]:
+def _callback_names(rule: type[Rule | CallRecorder]) -> tuple[str, ...]:
     """A rule class's `visit_<Node>` and `leave_<Node>` methods, in `dir` order."""
     return tuple(
         attr for attr in dir(rule) if attr.startswith(("visit_", "leave_")) and attr.count("_") == 1
@@ -273,13 +275,13 @@ class BatchedVisitor(cst.CSTVisitor):
     tested per node (`isinstance` against libcst's abstract classes is slow).
     """
 
-    def __init__(self, ctx: FileContext, rules: list[Rule]) -> None:
+    def __init__(self, ctx: FileContext, rules: list[Rule | CallRecorder]) -> None:
         super().__init__()
         self.ctx = ctx
         self.visitors: dict[str, list] = defaultdict(list)
         self.leavers: dict[str, list] = defaultdict(list)
         for rule in rules:
-            for attr in _callback_names(type(rule)):
+            for attr in _callback_names(type(rule)):  # type: ignore[arg-type]  # a class is Hashable: python/mypy#11470
                 if attr.startswith("visit_"):
                     self.visitors[attr[6:]].append(getattr(rule, attr))
                 else:
@@ -317,9 +319,9 @@ class BatchedVisitor(cst.CSTVisitor):
             if kind & _STATEMENT:
                 ctx.statements.append(node)
             if kind & _BLOCK:
-                ctx.blocks.append(node)
+                ctx.blocks.append(cast(cst.IndentedBlock, node))  # the kinds: what `_kind` found of its class
             elif kind & _FUNCTION:
-                ctx.scopes.append(node)
+                ctx.scopes.append(cast(cst.FunctionDef, node))
                 ctx.scope_blocks.append(len(ctx.blocks))
                 ctx.scope_statements.append(None)
                 self._statement_depths.append(self._depth + 2)  # FunctionDef > IndentedBlock > statement
@@ -327,8 +329,8 @@ class BatchedVisitor(cst.CSTVisitor):
                 ctx.intervals.append(())
                 ctx.comprehensions.append(())
             elif kind & _COMPREHENSION:
-                ctx.comprehensions[-1] = (*ctx.comprehensions[-1], node)
-            elif kind & _WITH and self._allows_sync(node):
+                ctx.comprehensions[-1] = (*ctx.comprehensions[-1], cast(cst.BaseComp, node))
+            elif kind & _WITH and self._allows_sync(cast(cst.With, node)):
                 ctx.allowed_depth += 1
         try:
             for callback in visitors:
@@ -364,7 +366,7 @@ class BatchedVisitor(cst.CSTVisitor):
                 ctx.comprehensions.pop()
             elif kind & _COMPREHENSION:
                 ctx.comprehensions[-1] = ctx.comprehensions[-1][:-1]
-            elif kind & _WITH and self._allows_sync(original_node):
+            elif kind & _WITH and self._allows_sync(cast(cst.With, original_node)):
                 ctx.allowed_depth -= 1
             if kind & _STATEMENT:
                 ctx.statements.pop()
@@ -599,7 +601,7 @@ def problem_finding(code_name: tuple[str, str], relpath: str, message: str, row:
                     line: str = "") -> Finding:
     code, name = code_name
     return Finding(code, name, message, relpath, Location(row, column), Location(row, column + 1),
-                   Confidence.HIGH, "code", None, None, row, line)
+                   Confidence.HIGH, "code", None, None, row, source_line=line)
 
 
 def _syntax_error(text: str, relpath: str, exc: cst.ParserSyntaxError) -> Finding:

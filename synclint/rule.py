@@ -249,7 +249,7 @@ class Rule:
         """The project index, known in `finish` (None before, and without project analysis)."""
         return self.ctx.index
 
-    def assignments(self, scope: Scope | None = None) -> dict[str, list[cst.BaseExpression | None]]:
+    def assignments(self, scope: cst.CSTNode | None = None) -> dict[str, list[cst.BaseExpression | None]]:
         """The values bound to each name in a scope's own body (`syntax.local_assignments`),
         by default the current one. Shared by every rule: read it, do not change it."""
         return self.ctx.assignments(scope if scope is not None else self.scope)

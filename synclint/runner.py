@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 from synclint.cache.entries import Entry, PackageState, Packed, ProjectSnapshot
 from synclint.cache.replay import RACY_NS, inputs_of
@@ -253,7 +254,13 @@ def run_paths(
     return run
 
 
-def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, progress: Progress,
+class _Phases(Protocol):
+    """What `_check_all` asks of its progress display: a `Progress`, or a round of `_on_demand`'s."""
+
+    def phase(self, label: str, total: int, done: int = 0) -> Callable[[int], None]: ...
+
+
+def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, progress: _Phases,
                label: str = "checking") -> list[FileFix | None]:
     """Each job checked (or fixed) once, through the cache; the results in the jobs' order.
     `label`: what the progress display says of this phase."""
@@ -263,8 +270,8 @@ def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, p
         keys = _from_cache(work, results, cache, mode)
     pending = [i for i, item in enumerate(results) if item is None]
     advance = progress.phase(label, len(work), len(work) - len(pending))
-    for i, item in _process_all([(i, work[i]) for i in pending], workers, mode, advance):
-        results[i] = item
+    for i, done in _process_all([(i, work[i]) for i in pending], workers, mode, advance):
+        results[i] = done
     if cache is not None:
         for i, key in keys.items():
             item = results[i]
@@ -305,9 +312,9 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     started = time.time_ns()
     check = Mode(debug=mode.debug)
     state_keys = _state_keys(cache, work, cwd) if cache is not None else []
-    state = cache.get(state_keys[0], PackageState) if len(state_keys) == 1 else None
+    state = cache.get(state_keys[0], PackageState) if cache is not None and len(state_keys) == 1 else None
     checked = {os.path.abspath(job.path) for job in work}
-    if state is not None and checked < state.package_files and state.is_current(checked):
+    if cache is not None and state is not None and checked < state.package_files and state.is_current(checked):
         # Some files of the package, the rest as the last run saw them (pre-commit after an edit).
         run.read_files += list(state.files)
         run.signatures.update((path, known) for path, known in state.files.items() if path not in checked)
@@ -328,7 +335,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
     snapshot_was_kept = snapshot is not None
-    if snapshot is not None:
+    if snapshot is not None and cache is not None:
         # The same files as a run that ended with this index: each checked file gets the view
         # that run last checked it with, and so the same result (its cache entry).
         jobs = jobs[: len(work)]
@@ -356,10 +363,10 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     if snapshot is None and cache is not None and snapshot_key:
         summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
                      if item is not None and item.result.summary is not None}
-        kept, small = index.snapshot(summaries)
-        snapshot = ProjectSnapshot(kept, Packed(small), Packed(_views_of(jobs, cache)))
+        kept_index, small = index.snapshot(summaries)
+        snapshot = ProjectSnapshot(kept_index, Packed(small), Packed(_views_of(jobs, cache)))
         cache.put(snapshot_key, snapshot)
-    if state_keys and snapshot is not None:
+    if cache is not None and state_keys and snapshot is not None:
         indexed = frozenset(os.path.abspath(job.path) for job in [*work, *index_only])
         saved = PackageState(indexed, inputs_of((), indexed), _listings(run.walked_folders), snapshot.index,
                              {module: found for module, found in declarations.items() if any(found)},
@@ -599,8 +606,8 @@ def _state_keys(cache: Cache, work: list[Job], cwd: Path) -> list[str]:
                     if job.settings.project_analysis and (root := package_root(job.path)) is not None})
     settings = sorted({one.cache_key() for one in {id(job.settings): job.settings for job in work}.values()})
     keys = []
-    for root in roots:
-        names = "\0".join([os.fspath(cwd), root, "\0", *settings])
+    for folder in roots:
+        names = "\0".join([os.fspath(cwd), folder, "\0", *settings])
         keys.append(cache.key(names.encode("utf-8", "surrogateescape"), "", work[0].settings, "package-state"))
     return keys
 

@@ -100,6 +100,19 @@ def test_syntax_error_is_sync000_at_its_line(write, tmp_path):
     assert "kernel.py:4:4: SYNC101" in proc.stdout  # the run went on
 
 
+def test_syntax_error_shows_its_line_and_no_runtime_syncs(write, tmp_path):
+    write("broken.py", "import torch\nif x.any(:\n    pass\n")
+    proc = run_cli("check", "broken.py", cwd=tmp_path)
+    assert proc.stdout.splitlines()[:4] == [
+        "broken.py:2:10: SYNC000 syntax error: invalid syntax",
+        "  |",
+        "2 | if x.any(:",
+        "  |          ^ SYNC000",
+    ]
+    code, [finding] = run_json("check", "broken.py", cwd=tmp_path)
+    assert code == 1 and finding["code"] == "SYNC000" and "runtime_syncs" not in finding
+
+
 def test_undecodable_bytes_are_sync000_at_their_line(write, tmp_path):
     write("latin.py", b"import torch\nname = '\xff'\n")
     proc = run_cli("check", "latin.py", "--output-format", "concise", cwd=tmp_path)

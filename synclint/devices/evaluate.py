@@ -119,7 +119,7 @@ class Evaluator:
         return Where(Place.HOST, Confidence.HIGH, mapping=True,
                      element=join_all(tensors) if tensors and len(tensors) == len(expr.elements) else None)
 
-    def within(self, comprehension: cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp) -> "Evaluator":
+    def within(self, comprehension: cst.BaseComp) -> "Evaluator":
         """An evaluator for the inside of a comprehension: each `for` target bound to the elements
         of its iterable (`t` of `[t.item() for t in tokens]`)."""
         env = dict(self.env)
@@ -674,7 +674,7 @@ class Evaluator:
         if isinstance(annotation, cst.Subscript):
             head = self.symbols.qualname(annotation.value) or dotted_name(annotation.value) or ""
             if head.split(".")[-1] == "Optional":
-                inner = annotation.slice[0].slice
+                inner: cst.BaseSlice | cst.BaseExpression | None = annotation.slice[0].slice
                 if isinstance(inner, cst.Index):
                     return self.from_annotation(inner.value, name)
             if head.split(".")[-1] in ("list", "List", "dict", "Dict", "tuple", "Tuple", "set", "Sequence", "Mapping"):

@@ -249,8 +249,8 @@ class FlowWalker:
         if isinstance(small, cst.Assign):
             value = evaluator.eval(small.value)
             new = dict(env)
-            for target in small.targets:
-                self._bind(target.target, value, new, small.value)
+            for assign_target in small.targets:
+                self._bind(assign_target.target, value, new, small.value)
             return new
         if isinstance(small, cst.AnnAssign):
             new = dict(env)

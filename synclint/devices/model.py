@@ -73,7 +73,7 @@ class DeviceModel:
     # ---- the question rules ask ---------------------------------------------------------
 
     def where(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None,
-              comprehensions: Sequence[cst.CSTNode] = ()) -> Where:
+              comprehensions: Sequence[cst.BaseComp] = ()) -> Where:
         """Where `expr` lives, evaluated just before statement `stmt` of `scope`, inside the
         `comprehensions` around it (outermost first), whose targets it may name."""
         evaluator = self._evaluator(scope, stmt)
@@ -88,7 +88,7 @@ class DeviceModel:
         return found
 
     def where_read(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None,
-                   comprehensions: Sequence[cst.CSTNode] = ()) -> Where:
+                   comprehensions: Sequence[cst.BaseComp] = ()) -> Where:
         """Where `expr` lives, given that the code reads its values on the host with `.item()` or
         `.tolist()`: only a tensor or a numpy value has those, so in torch code a value of
         unknown type read so is a tensor (`Evaluator.tensor`: on the GPU where the file or
@@ -264,7 +264,7 @@ class DeviceModel:
         self._class_attrs.clear()
         self._returns.clear()
 
-    def local_values(self, func: Scope) -> dict[str, list[cst.BaseExpression | None]]:
+    def local_values(self, func: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
         """The values assigned to each name in `func`'s own body (`syntax.local_assignments`), once."""
         found = self._local_values.get(id(func))
         if found is None:

@@ -176,8 +176,8 @@ class ProjectIndex:
         for _ in range(10):  # chains of helpers returning helpers' results; bounded
             changed = False
             for qual, func in symbolic:
-                found = [self._returned(callee) for callee in func.returns_calls]
-                if any(w is None for w in found):
+                found = [w for callee in func.returns_calls if (w := self._returned(callee)) is not None]
+                if len(found) < len(func.returns_calls):
                     continue  # one path returns something unknown: say nothing
                 result = found[0]
                 for other in found[1:]:

@@ -323,7 +323,7 @@ def _cached_by(module: cst.Module, test: cst.BaseExpression) -> str | None:
             and isinstance(test.expression.func, cst.Name) and test.expression.func.value == "hasattr"
             and len(test.expression.args) == 2 and isinstance(test.expression.args[1].value, cst.SimpleString)):
         name = test.expression.args[1].value.evaluated_value
-        return f"{module.code_for_node(test.expression.args[0].value)}.{name}"
+        return f"{module.code_for_node(test.expression.args[0].value)}.{name}" if isinstance(name, str) else None
     return None
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import Any, TextIO
 
 from synclint import __version__
 from synclint.model import Finding
@@ -41,7 +41,7 @@ def sarif_document(findings: list[Finding], rules) -> dict:
     index = {d["id"]: i for i, d in enumerate(descriptors)}
     results = []
     for f in findings:
-        result = {
+        result: dict[str, Any] = {
             "ruleId": f.code,
             "level": "error" if f.code in ENGINE_RULES else "warning",
             "message": {"text": f.message},

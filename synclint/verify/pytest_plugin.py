@@ -21,8 +21,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from synclint.verify.cpu import Simulator
+    from synclint.verify.cuda import CudaDetector
 
 PLUGIN_NAME = "synclint-sync-check"
 
@@ -52,7 +57,7 @@ class SyncCheck:
         self.mode = mode
         self.report = Path(report) if report else None
         self.device = config.getoption("sync_check_device")
-        self.detector = None
+        self.detector: CudaDetector | Simulator | None = None
         self.sites: dict[tuple, dict] = {}
         self.allowed = 0
         self.tests_with_syncs: set[str] = set()

@@ -95,8 +95,8 @@ def _library_roots() -> tuple[str, ...]:
     roots.add(os.path.realpath(os.path.dirname(synclint.__file__)))
     for name in ("torch", "numpy", "_pytest", "pluggy", "pytest"):
         module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            roots.add(os.path.realpath(os.path.dirname(module.__file__)))
+        if module is not None and (file := getattr(module, "__file__", None)):
+            roots.add(os.path.realpath(os.path.dirname(file)))
     return tuple(sorted(root + os.sep for root in roots))
 
 
@@ -131,13 +131,13 @@ class UserCode:
 
 def user_site(is_user: Callable[[str], bool], start: FrameType | None = None) -> tuple[Site | None, list[FrameType]]:
     """The innermost user frame's site, and the frames from it outward (for allowed-region checks)."""
-    frame = start or sys._getframe(1)
+    frame: FrameType | None = start or sys._getframe(1)
     while frame is not None and not is_user(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return None, []
     chain = []
-    outer = frame
+    outer: FrameType | None = frame
     while outer is not None:
         chain.append(outer)
         outer = outer.f_back
