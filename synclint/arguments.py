@@ -93,7 +93,8 @@ CHECK_OPTIONS: tuple[Option, ...] = (
             help="record the current findings in FILE, to use with --baseline"),
     _option("--add-noqa", help="add `# noqa: CODE` to the line of every finding", action="store_true"),
     _option("--runtime-report", type=Path, metavar="FILE",
-            help="a `pytest --sync-report` file: mark findings the run confirmed, list syncs no rule found"),
+            help="a sync report (`synclint trace --report`, `pytest --sync-report`): findings the run confirmed "
+                 "first, by measured wait; syncs no rule found"),
     _option("--no-project-analysis", action="store_true",
             help="check each file alone: do not index the packages of the checked files"),
     _option("--no-cache", help="check every file again; read and write no cache", action="store_true"),

@@ -217,11 +217,12 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
             print(f"synclint: {stale} baseline entr{'ies' if stale != 1 else 'y'} no longer found (fixed or "
                   f"changed); shrink {baseline} with --write-baseline", file=sys.stderr)
     missed = []
-    if args.runtime_report is not None:
+    runtime_report = args.runtime_report if args.runtime_report is not None else settings.runtime_report
+    if runtime_report is not None:
         from synclint.runtime import RuntimeReportError, confirm, load_sites
 
         try:
-            findings, missed = confirm(findings, load_sites(args.runtime_report), cwd)
+            findings, missed = confirm(findings, load_sites(runtime_report), cwd)
         except RuntimeReportError as exc:
             print(f"synclint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
@@ -249,9 +250,12 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         if close:
             stream.close()
     if missed:
+        from synclint.runtime import format_wait
+
         print(f"synclint: {len(missed)} sync site(s) seen at runtime that no rule found:", file=sys.stderr)
         for site in missed:
-            print(f"  {site.shown(cwd)}: {site.op} ({site.count}x)", file=sys.stderr)
+            waited = "" if site.wait_s is None else f", {format_wait(site.wait_s)} waited"
+            print(f"  {site.shown(cwd)}: {site.op} ({site.count}x{waited})", file=sys.stderr)
     if args.fix and not args.quiet:
         _print_fix_summary(run, findings)
     for problem in run.problems:
