@@ -11,7 +11,7 @@ import os
 import sys
 import sysconfig
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Callable, Iterable
 
@@ -41,6 +41,7 @@ class SyncEvent:
     op: str  # what synced, e.g. "aten._local_scalar_dense (item/bool/int)"
     site: Site | None
     allowed: bool = False  # inside gpu_sync_allowed() (the plugin reports it apart)
+    wait_s: float | None = None  # host time the syncing call took, when timed (`synclint trace` on CUDA)
 
 
 @dataclass
@@ -51,6 +52,12 @@ class Recording:
 
     def add(self, event: SyncEvent) -> None:
         self.events.append(event)
+
+    def timed(self, first: int, seconds: float) -> None:
+        """The call that made events `first:` took `seconds` on the host: the first of them carries
+        it (one call, one wait, however many syncs CUDA counted in it), the others 0."""
+        for i in range(first, len(self.events)):
+            self.events[i] = replace(self.events[i], wait_s=seconds if i == first else 0.0)
 
     def of(self, kind: str, allowed: bool | None = False) -> list[SyncEvent]:
         return [e for e in self.events if e.kind == kind and (allowed is None or e.allowed == allowed)]
