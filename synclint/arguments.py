@@ -13,7 +13,7 @@ from typing import Any
 
 from synclint import __version__
 
-SUBCOMMANDS = ("check", "rules", "rule", "verify", "clean", "server")
+SUBCOMMANDS = ("check", "rules", "rule", "verify", "trace", "clean", "server")
 
 
 class UsageError(Exception):
@@ -105,6 +105,49 @@ CHECK_OPTIONS: tuple[Option, ...] = (
 )
 
 
+def warmup(text: str) -> tuple[int, float]:
+    """`--skip-first`: `200` (syncs) -> (200, 0.0); `5s` or `2.5s` (seconds) -> (0, 5.0)."""
+    try:
+        if text.endswith("s"):
+            seconds = float(text[:-1])
+            if seconds >= 0:
+                return 0, seconds
+        elif int(text) >= 0:
+            return int(text), 0.0
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"expected a number of syncs (200) or of seconds (5s), not {text!r}")
+
+
+def _positive(kind: type):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, not {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+TRACE_OPTIONS: tuple[Option, ...] = (
+    _option("--report", type=Path, metavar="FILE",
+            help="write the sync sites, counts and waits as JSON (the schema `check --runtime-report` reads)"),
+    _option("--skip-first", type=warmup, metavar="N|Ns", default=(0, 0.0),
+            help="record nothing during the warm-up: the first N syncs, or the first N seconds"),
+    _option("--max-steps", type=_positive(int), metavar="N",
+            help="stop the program once its busiest sync site has synced N times after the warm-up"),
+    _option("--max-seconds", type=_positive(float), metavar="S", help="stop the program S seconds after it started"),
+    _option("--device", choices=("auto", "cuda", "cpu"), default="auto",
+            help="cuda: CUDA's sync debug mode, timed; cpu: the simulation, counts only (default: cuda if available)"),
+    _option("--no-check", action="store_true",
+            help="leave out the static findings beside the sites (no `synclint check` of their files)"),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="synclint", description="Find and fix hidden GPU<->CPU synchronizations in PyTorch code.")
     parser.add_argument("--version", action="version", version=f"synclint {__version__}")
@@ -123,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     from synclint.verify.command import add_arguments  # no torch: that is imported when verify runs
 
     add_arguments(sub.add_parser("verify", help="run the fixture kernels before and after the fixer (needs torch)"))
+    trace = sub.add_parser("trace", help="run a program and rank its syncs by the time the host waited (needs torch)",
+                           usage="synclint trace [options] -- python script.py [args...]")
+    for option in TRACE_OPTIONS:
+        trace.add_argument(*option.flags, help=option.help, **option.settings)
     server = sub.add_parser("server", help="run the language server over stdin/stdout (needs synclint[server])")
     server.add_argument("--cache-dir", type=Path, metavar="DIR",
                         help="the cache to read and fill (default: as `check` run from the workspace folder uses)")

@@ -1,4 +1,4 @@
-"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`, `server`.
+"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`, `trace`, `server`.
 
 Exit codes, as ruff: 0 no findings, 1 findings, 2 usage, configuration or internal error.
 """
@@ -39,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "check")  # `synclint models/` reads as `synclint check models/`
     try:
+        program = None
+        if argv[0] == "trace" and not {"-h", "--help"} & set(argv[: argv.index("--") if "--" in argv else None]):
+            if "--" not in argv:
+                raise UsageError("synclint trace needs `--` before the program: "
+                                 "synclint trace [options] -- python script.py [args...]")
+            argv, program = argv[: argv.index("--")], argv[argv.index("--") + 1:]
         args = build_parser().parse_args(argv)
         if args.command == "rules":
             return cmd_rules()
@@ -50,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
             from synclint.verify.command import run
 
             return run(args)
+        if args.command == "trace":
+            from synclint.trace.command import run as run_trace
+
+            return run_trace(args, program or [])
         if args.command == "server":
             return cmd_server(args)
         return cmd_check(args, argv)
