@@ -141,6 +141,9 @@ TRACE_OPTIONS: tuple[Option, ...] = (
     _option("--max-steps", type=_positive(int), metavar="N",
             help="stop the program once its busiest sync site has synced N times after the warm-up"),
     _option("--max-seconds", type=_positive(float), metavar="S", help="stop the program S seconds after it started"),
+    _option("--source", type=Path, action="append", metavar="DIR",
+            help="count only the files under DIR as your code (repeatable; default: every file outside the standard "
+                 "library, site-packages, torch and synclint)"),
     _option("--device", choices=("auto", "cuda", "cpu"), default="auto",
             help="cuda: CUDA's sync debug mode, timed; cpu: the simulation, counts only (default: cuda if available)"),
     _option("--no-check", action="store_true",

@@ -311,3 +311,15 @@ def test_the_hover_shows_the_measured_wait(write, tmp_path):
     assert markdown.startswith("**Measured** (`runtime-report`): a run saw 2 syncs here; the host waited 400.0 ms")
     unseen = Finding("SYNC108", "x", "m", "kernel.py", Location(7, 5), Location(7, 22), Confidence.HIGH)
     assert measured_note(tmp_path / "timed.json", tmp_path / "kernel.py", unseen) is None
+
+
+def test_source_counts_only_the_files_under_it(write, tmp_path):
+    write("mylib/ops.py", "def total(t):\n    return t.sum().item()\n")
+    write("run.py", "import torch\nfrom mylib.ops import total\n\nprint(total(torch.ones(3)))\nprint(torch.ones(2).tolist())\n")
+    proc = trace(tmp_path, "--source", "mylib", "--no-check", "--report", "syncs.json", "--", "python", "run.py")
+    assert proc.returncode == 1
+    report = json.loads((tmp_path / "syncs.json").read_text())
+    assert [(s["file"], s["line"], s["count"]) for s in report["sites"]] == [("mylib/ops.py", 2, 1), (None, None, 1)]
+    assert "<outside your code>" in proc.stderr
+    assert trace(tmp_path, "--source", "nowhere", "--", "python", "run.py").stderr.startswith(
+        "synclint: error: --source nowhere: no such folder")

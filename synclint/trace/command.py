@@ -36,7 +36,7 @@ def _error(message: str) -> int:
     return EXIT_ERROR
 
 
-def _detector(device: str):
+def _detector(device: str, sources: list[Path] | None):
     """(detector, timed) for `--device`; raises ProgramError when the choice cannot be had."""
     try:
         import torch
@@ -44,16 +44,21 @@ def _detector(device: str):
         raise ProgramError("synclint trace needs torch: pip install 'synclint[verify]'") from None
     from synclint.verify.sites import UserCode
 
+    for folder in sources or ():
+        if not folder.is_dir():
+            raise ProgramError(f"--source {folder}: no such folder")
+    is_user = UserCode(sources=None if sources is None else [str(f) for f in sources])
+
     if device == "cuda" or (device == "auto" and torch.cuda.is_available()):
         if not torch.cuda.is_available():
             raise ProgramError(f"--device cuda: torch {torch.__version__} sees no CUDA device; "
                                "--device cpu runs the simulation")
         from synclint.verify.cuda import CudaDetector
 
-        return CudaDetector(UserCode()), True
+        return CudaDetector(is_user), True
     from synclint.verify.cpu import Simulator
 
-    return Simulator(UserCode(), placement=False), False
+    return Simulator(is_user, placement=False), False
 
 
 def _watch(detector, recording: TraceRecording, timed: bool):
@@ -71,7 +76,7 @@ def _watch(detector, recording: TraceRecording, timed: bool):
 def run(args: argparse.Namespace, words: list[str]) -> int:
     try:
         program = parse_program(words)
-        detector, timed = _detector(args.device)
+        detector, timed = _detector(args.device, args.source)
     except ProgramError as exc:
         return _error(str(exc))
     root = Path.cwd()

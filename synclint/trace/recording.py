@@ -96,8 +96,8 @@ class TraceRecording(Recording):
             row["count"] += 1
             if timed:
                 row["wait_s"] += event.wait_s or 0.0
-        return sorted(rows.values(), key=lambda r: (-(r["wait_s"] or 0.0), -r["count"], r["file"] or "",
-                                                     r["line"] or 0, r["op"]))
+        return sorted(rows.values(), key=lambda r: (-(r["wait_s"] or 0.0), -r["count"], r["file"] is None,
+                                                     r["file"] or "", r["line"] or 0, r["op"]))
 
 
 def _relative(file: str, root: str) -> str:

@@ -110,12 +110,14 @@ def _library_roots() -> tuple[str, ...]:
 class UserCode:
     """A frame filter: True for the code whose syncs we report.
 
-    `files`: only these files count (the verifier: the fixture modules). Otherwise any file
-    outside the standard library, site-packages, torch, pytest and synclint itself counts.
+    `files`: only these files count (the verifier: the fixture modules). `sources`: only the files
+    under these folders count (`synclint trace --source`: a package installed in site-packages).
+    Otherwise any file outside the standard library, site-packages, torch, pytest and synclint itself counts.
     """
 
-    def __init__(self, files: Iterable[str] | None = None) -> None:
+    def __init__(self, files: Iterable[str] | None = None, sources: Iterable[str] | None = None) -> None:
         self.files = None if files is None else {os.path.realpath(f) if not f.startswith("<") else f for f in files}
+        self.sources = None if sources is None else tuple(os.path.join(os.path.realpath(s), "") for s in sources)
         self._roots: tuple[str, ...] | None = None
         self._cache: dict[str, bool] = {}
 
@@ -127,6 +129,8 @@ class UserCode:
             verdict = filename in self.files or (not filename.startswith("<") and os.path.realpath(filename) in self.files)
         elif filename.startswith("<"):
             verdict = False
+        elif self.sources is not None:
+            verdict = os.path.realpath(filename).startswith(self.sources)
         else:
             if self._roots is None:
                 self._roots = _library_roots()
