@@ -23,7 +23,7 @@ def static_codes(sites: list[dict], root: Path) -> dict[tuple[Path, int], list[s
     if not files:
         return {}
     try:
-        run = run_paths(files, SettingsResolver(None, {}, root), Mode(), jobs=1, cwd=root)
+        run = run_paths(files, SettingsResolver(None, {}, root), Mode(), cwd=root)
     except ConfigError:
         return {}
     codes: dict[tuple[Path, int], list[str]] = {}
