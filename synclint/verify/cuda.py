@@ -70,6 +70,7 @@ class CudaDetector:
         with warnings.catch_warnings():
             # "always": the default action shows a warning once per line, and we need every one.
             warnings.filterwarnings("always", message=re.escape(SYNC_WARNING))
+            warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
             previous_hook = warnings.showwarning
 
             def hook(message, category, filename, lineno, file=None, line=None):
