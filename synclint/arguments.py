@@ -146,6 +146,8 @@ TRACE_OPTIONS: tuple[Option, ...] = (
                  "library, site-packages, torch and synclint)"),
     _option("--device", choices=("auto", "cuda", "cpu"), default="auto",
             help="cuda: CUDA's sync debug mode, timed; cpu: the simulation, counts only (default: cuda if available)"),
+    _option("--no-times", action="store_true",
+            help="on CUDA, count the syncs without timing each torch call (less overhead; no waits)"),
     _option("--no-check", action="store_true",
             help="leave out the static findings beside the sites (no `synclint check` of their files)"),
 )

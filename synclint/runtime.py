@@ -6,11 +6,11 @@ Two programs write the report: `pytest --sync-check --sync-report FILE` (a test 
     {"schema": "synclint-sync-report", "version": 2,
      "tool": "pytest" | "trace", "simulated": bool, "device": "cuda" | "cpu" | None,
      "root": the folder that relative `file`s are under, "allowed": syncs inside allowed regions,
-     "wall_s": seconds watched (trace; None from pytest), "wait_s": total host wait (None when not timed),
+     "wall_s": seconds watched (a timed trace; else None), "wait_s": total host wait (None when not timed),
      "sites": [{"kind", "file", "line", "function", "op", "count", "wait_s", "source", "tests"?}], ...}
 
 `wait_s` of a site is the host time spent waiting there in total (seconds; None when the run
-could not time it: the CPU simulation, or pytest). A report without `schema`/`version` is
+could not time it: the CPU simulation, pytest, `trace --no-times`, or syncs no timed call surrounds). A report without `schema`/`version` is
 version 1 (what `--sync-report` wrote before the wait was added): it reads as untimed.
 
 `check` marks a finding confirmed when the run saw a sync on one of its lines, orders the
@@ -39,10 +39,8 @@ class RuntimeReportError(Exception):
 def report_document(tool: str, *, simulated: bool, device: str | None, root: str, allowed: int,
                     sites: list[dict], **extra: Any) -> dict:
     """The report as the current schema has it; `sites` must each carry `wait_s` (None if untimed)."""
-    waits = [site["wait_s"] for site in sites]
-    total = None if not sites or any(w is None for w in waits) else sum(waits)
-    if not sites and not simulated and extra.get("wall_s") is not None:
-        total = 0.0
+    waits = [site["wait_s"] for site in sites if site["wait_s"] is not None]
+    total = sum(waits) if waits or extra.get("wall_s") is not None else None  # wall_s: a timed run
     return {"schema": SCHEMA, "version": VERSION, "tool": tool, "simulated": simulated, "device": device,
             "root": root, "allowed": allowed, "wait_s": total, **extra, "sites": sites}
 

@@ -323,3 +323,23 @@ def test_source_counts_only_the_files_under_it(write, tmp_path):
     assert "<outside your code>" in proc.stderr
     assert trace(tmp_path, "--source", "nowhere", "--", "python", "run.py").stderr.startswith(
         "synclint: error: --source nowhere: no such folder")
+
+
+def test_the_table_of_a_timed_run(tmp_path):
+    from synclint.trace.table import render
+
+    (tmp_path / "loop.py").write_text("x\ny\nz\n")
+    sites = [
+        {"kind": "sync", "file": "loop.py", "line": 2, "op": "CUDA sync", "count": 20, "wait_s": 0.4, "source": "y"},
+        {"kind": "sync", "file": "loop.py", "line": 3, "op": "CUDA sync", "count": 4, "wait_s": 0.002, "source": "z"},
+        {"kind": "sync", "file": "loop.py", "line": 1, "op": "torch.save", "count": 6, "wait_s": None, "source": "x"},
+    ]
+    codes = {((tmp_path / "loop.py").resolve(), 2): ["SYNC107"]}
+    lines = render(sites, untimed=None, wall_s=1.0, codes=codes, root=tmp_path)
+    assert [line.split() for line in lines[1:4]] == [
+        ["400.0", "ms", "20.0", "ms", "40.0%", "20", "loop.py:2", "CUDA", "sync", "SYNC107", "y"],
+        ["2.0", "ms", "500", "us", "0.2%", "4", "loop.py:3", "CUDA", "sync", "no", "rule", "z"],
+        ["-", "-", "-", "6", "loop.py:1", "torch.save", "no", "rule", "x"],
+    ]
+    assert lines[4] == ("host waited 402.0 ms of 1.00 s in 30 syncs at 3 sites (6 not timed: no torch call from Python "
+                        "around them); 2 sites no rule reports")

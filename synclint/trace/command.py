@@ -62,6 +62,7 @@ def _detector(device: str, sources: list[Path] | None):
 
 
 def _watch(detector, recording: TraceRecording, timed: bool):
+    """The detector's watch, and on CUDA (unless --no-times) the timer of torch calls."""
     from contextlib import ExitStack
 
     stack = ExitStack()
@@ -76,18 +77,20 @@ def _watch(detector, recording: TraceRecording, timed: bool):
 def run(args: argparse.Namespace, words: list[str]) -> int:
     try:
         program = parse_program(words)
-        detector, timed = _detector(args.device, args.source)
+        detector, cuda = _detector(args.device, args.source)
     except ProgramError as exc:
         return _error(str(exc))
     root = Path.cwd()
     skip_syncs, skip_seconds = args.skip_first
     recording = TraceRecording(Limits(skip_syncs, skip_seconds, args.max_steps, args.max_seconds))
+    timed = cuda and not args.no_times
+    untimed = None if timed else "not timed: --no-times" if cuda else "simulated on the CPU: counts only, no times"
     try:
         with _watch(detector, recording, timed):
             outcome = run_program(program, detector.is_user, args.max_seconds, recording.stop)
     except ProgramError as exc:
         return _error(str(exc))
-    if timed:
+    if cuda:
         import torch
 
         torch.cuda.synchronize()
@@ -102,8 +105,8 @@ def run(args: argparse.Namespace, words: list[str]) -> int:
         codes = static_codes(sites, root)
     from synclint.trace.table import render
 
-    title = f"synclint trace: {program.shown}" + ("" if timed else " (simulated on the CPU: no times)")
-    lines = [title, *render(sites, timed=timed, wall_s=wall, codes=codes, root=root)]
+    title = f"synclint trace: {program.shown}" + ("" if cuda else " (simulated on the CPU: no times)")
+    lines = [title, *render(sites, untimed=untimed, wall_s=wall, codes=codes, root=root)]
     if recording.skipped:
         lines.append(f"warm-up: {recording.skipped} sync{'s' if recording.skipped != 1 else ''} not recorded (--skip-first)")
     if recording.armed_at is None:
@@ -117,7 +120,7 @@ def run(args: argparse.Namespace, words: list[str]) -> int:
     if args.report is not None:
         from synclint.runtime import report_document
 
-        document = report_document("trace", simulated=not timed, device=detector.kind, root=str(root),
+        document = report_document("trace", simulated=not cuda, device=detector.kind, root=str(root),
                                    allowed=recording.allowed, wall_s=wall if timed else None,
                                    command=program.shown, skipped=recording.skipped, stopped=outcome.stopped,
                                    completed=outcome.error is None, sites=sites)

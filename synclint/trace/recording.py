@@ -82,7 +82,8 @@ class TraceRecording(Recording):
 
     def site_rows(self, root: str, timed: bool) -> list[dict]:
         """The report's sites (`synclint.runtime`'s schema): one per (site, operation, kind), by total
-        wait when timed, else by count; files relative to `root` when under it."""
+        wait when timed, else by count; files relative to `root` when under it. A site none of whose
+        syncs was timed has `wait_s` None."""
         rows: dict[tuple, dict] = {}
         for event in self.events:
             site = event.site
@@ -91,11 +92,10 @@ class TraceRecording(Recording):
             if row is None:
                 row = rows[key] = {"kind": event.kind, "file": _relative(site.file, root) if site else None,
                                    "line": site.line if site else None, "function": site.function if site else None,
-                                   "op": event.op, "count": 0, "wait_s": 0.0 if timed else None,
-                                   "source": site.source() if site else ""}
+                                   "op": event.op, "count": 0, "wait_s": None, "source": site.source() if site else ""}
             row["count"] += 1
-            if timed:
-                row["wait_s"] += event.wait_s or 0.0
+            if timed and event.wait_s is not None:  # None: no timed call around it (torch.save's copies, C++ code)
+                row["wait_s"] = (row["wait_s"] or 0.0) + event.wait_s
         return sorted(rows.values(), key=lambda r: (-(r["wait_s"] or 0.0), -r["count"], r["file"] is None,
                                                      r["file"] or "", r["line"] or 0, r["op"]))
 

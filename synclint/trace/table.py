@@ -51,9 +51,10 @@ def _found(site: dict, codes: dict[tuple[Path, int], list[str]] | None, root: Pa
     return codes.get(((root / site["file"]).resolve(), site["line"]), [])
 
 
-def render(sites: list[dict], *, timed: bool, wall_s: float, codes: dict[tuple[Path, int], list[str]] | None,
+def render(sites: list[dict], *, untimed: str | None, wall_s: float, codes: dict[tuple[Path, int], list[str]] | None,
            root: Path) -> list[str]:
-    """The table's lines and its summary line."""
+    """The table's lines and its summary line; `untimed`: why the run has no times (None: it has)."""
+    timed = untimed is None
     rows = []
     for site in sites:
         where = f"{site['file']}:{site['line']}" if site["file"] else "<outside your code>"
@@ -62,27 +63,31 @@ def render(sites: list[dict], *, timed: bool, wall_s: float, codes: dict[tuple[P
         cells = [str(site["count"]), where, kind + site["op"], "-" if found is None else ",".join(found) or "no rule",
                  _clip(site.get("source") or "")]
         if timed:
-            mean = (site["wait_s"] or 0.0) / site["count"] if site["count"] else 0.0
-            cells = [format_wait(site["wait_s"]), format_wait(mean), _share(site["wait_s"], wall_s)] + cells
+            wait = site["wait_s"]
+            mean = None if wait is None else wait / site["count"]
+            cells = [format_wait(wait), format_wait(mean), _share(wait, wall_s)] + cells
         rows.append(cells)
     header = (["total wait", "mean", "share"] if timed else []) + ["count", "site", "operation", "static finding", "source"]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     numeric = len(header) - 4  # the numbers align right, the words left
     lines = ["  ".join(cell.rjust(w) if i < numeric else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths))).rstrip()
              for r in [header, *rows]]
-    return lines + [summary(sites, timed=timed, wall_s=wall_s, codes=codes, root=root)]
+    return lines + [summary(sites, untimed=untimed, wall_s=wall_s, codes=codes, root=root)]
 
 
-def summary(sites: list[dict], *, timed: bool, wall_s: float, codes: dict | None, root: Path) -> str:
-    """`host waited X of Y in N syncs at K sites; M sites no rule reports` (untimed: the counts)."""
+def summary(sites: list[dict], *, untimed: str | None, wall_s: float, codes: dict | None, root: Path) -> str:
+    """`host waited X of Y in N syncs at K sites; M sites no rule reports` (untimed: the counts, and why)."""
     syncs = sum(s["count"] for s in sites)
     places = {(s["file"], s["line"]) for s in sites}
     counted = f"{syncs:,} sync{'s' if syncs != 1 else ''} at {len(places)} site{'s' if len(places) != 1 else ''}"
-    if timed:
+    if untimed is None:
         waited = sum(s["wait_s"] or 0.0 for s in sites)
         line = f"host waited {format_wait(waited)} of {format_wait(wall_s)} in {counted}"
+        unseen = sum(s["count"] for s in sites if s["wait_s"] is None)
+        if unseen:
+            line += f" ({unseen:,} not timed: no torch call from Python around them)"
     else:
-        line = f"{counted} (simulated on the CPU: counts only, no times)"
+        line = f"{counted} ({untimed})"
     if codes is not None:
         unreported = len({(s["file"], s["line"]) for s in sites if _found(s, codes, root) == []})
         line += f"; {unreported} site{'s' if unreported != 1 else ''} no rule reports"
