@@ -227,7 +227,13 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
             print(f"synclint: {stale} baseline entr{'ies' if stale != 1 else 'y'} no longer found (fixed or "
                   f"changed); shrink {baseline} with --write-baseline", file=sys.stderr)
     missed = []
-    runtime_report = args.runtime_report if args.runtime_report is not None else settings.runtime_report
+    runtime_report = args.runtime_report
+    if runtime_report is None and settings.runtime_report is not None:
+        runtime_report = settings.runtime_report
+        if not runtime_report.exists():  # configured before any run wrote it: nothing measured yet
+            print(f"synclint: warning: runtime-report {runtime_report} does not exist (yet): no measured syncs",
+                  file=sys.stderr)
+            runtime_report = None
     if runtime_report is not None:
         from synclint.runtime import RuntimeReportError, confirm, load_sites
 

@@ -343,3 +343,12 @@ def test_the_table_of_a_timed_run(tmp_path):
     ]
     assert lines[4] == ("host waited 402.0 ms of 1.00 s in 30 syncs at 3 sites (6 not timed: no torch call from Python "
                         "around them); 2 sites no rule reports")
+
+
+def test_a_configured_report_not_written_yet_is_a_warning(write, tmp_path):
+    write("kernel.py", KERNEL)
+    write("pyproject.toml", '[tool.synclint]\nruntime-report = "timed.json"\n')
+    proc = run_cli("check", "kernel.py", "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert f"synclint: warning: runtime-report {tmp_path / 'timed.json'} does not exist (yet)" in proc.stderr
+    assert run_cli("check", "kernel.py", "--runtime-report", "timed.json", cwd=tmp_path).returncode == 2
