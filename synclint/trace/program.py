@@ -123,10 +123,10 @@ def run_program(program: Program, is_user: Callable[[str], bool], max_seconds: f
         if program.module is not None:
             try:
                 found = importlib.util.find_spec(program.module)
-            except (ImportError, ValueError) as exc:
-                found, outcome.error = None, f"cannot import {program.module}: {exc}"
+            except (ImportError, ValueError) as exc:  # its parent package is missing or broken
+                raise ProgramError(f"cannot import {program.module}: {exc}") from None
             if found is None:
-                raise ProgramError(outcome.error or f"no module named {program.module!r}")
+                raise ProgramError(f"no module named {program.module!r}")
         try:
             with _deadline(max_seconds, stop):
                 if program.script is not None:
