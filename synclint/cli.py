@@ -1,4 +1,4 @@
-"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`, `server`.
+"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`, `trace`, `server`.
 
 Exit codes, as ruff: 0 no findings, 1 findings, 2 usage, configuration or internal error.
 """
@@ -43,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "check")  # `synclint models/` reads as `synclint check models/`
     try:
+        program = None
+        if argv[0] == "trace" and not {"-h", "--help"} & set(argv[: argv.index("--") if "--" in argv else None]):
+            if "--" not in argv:
+                raise UsageError("synclint trace needs `--` before the program: "
+                                 "synclint trace [options] -- python script.py [args...]")
+            argv, program = argv[: argv.index("--")], argv[argv.index("--") + 1:]
         args = build_parser().parse_args(argv)
         if args.command == "rules":
             return cmd_rules()
@@ -54,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
             from synclint.verify.command import run
 
             return run(args)
+        if args.command == "trace":
+            from synclint.trace.command import run as run_trace
+
+            return run_trace(args, program or [])
         if args.command == "server":
             return cmd_server(args)
         return cmd_check(args, argv)
@@ -221,11 +231,18 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
             print(f"synclint: {stale} baseline entr{'ies' if stale != 1 else 'y'} no longer found (fixed or "
                   f"changed); shrink {baseline} with --write-baseline", file=sys.stderr)
     missed: list[RuntimeSite] = []
-    if args.runtime_report is not None:
+    runtime_report = args.runtime_report
+    if runtime_report is None and settings.runtime_report is not None:
+        runtime_report = settings.runtime_report
+        if not runtime_report.exists():  # configured before any run wrote it: nothing measured yet
+            print(f"synclint: warning: runtime-report {runtime_report} does not exist (yet): no measured syncs",
+                  file=sys.stderr)
+            runtime_report = None
+    if runtime_report is not None:
         from synclint.runtime import RuntimeReportError, confirm, load_sites
 
         try:
-            findings, missed = confirm(findings, load_sites(args.runtime_report), cwd)
+            findings, missed = confirm(findings, load_sites(runtime_report), cwd)
         except RuntimeReportError as exc:
             print(f"synclint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
@@ -253,9 +270,12 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         if close:
             stream.close()
     if missed:
+        from synclint.runtime import format_wait
+
         print(f"synclint: {len(missed)} sync site(s) seen at runtime that no rule found:", file=sys.stderr)
         for site in missed:
-            print(f"  {site.shown(cwd)}: {site.op} ({site.count}x)", file=sys.stderr)
+            waited = "" if site.wait_s is None else f", {format_wait(site.wait_s)} waited"
+            print(f"  {site.shown(cwd)}: {site.op} ({site.count}x{waited})", file=sys.stderr)
     if args.fix and not args.quiet:
         _print_fix_summary(run, findings)
     for problem in run.problems:

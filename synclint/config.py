@@ -58,6 +58,8 @@ CORE_KEYS: dict[str, Key] = {
     "max-file-size": Key(int, None, "skip files larger than this many bytes, with a warning (0: no limit)"),
     "baseline": Key(str, None, "a baseline file (see --write-baseline): report only findings not in it"),
     "project-analysis": Key(bool, None, "follow syncs across files: properties, helpers, returns (see SYNC112)"),
+    "runtime-report": Key(str, None, "a sync report (`synclint trace --report`, `pytest --sync-report`): "
+                                     "findings it confirms ranked by measured wait, in `check` and the editor"),
 }
 
 DEFAULT_EXCLUDE = (
@@ -97,6 +99,7 @@ class Settings:
     max_file_size: int = 2_000_000
     # Index the packages of the checked files and follow syncs through calls and properties.
     project_analysis: bool = True
+    runtime_report: Path | None = None
     rules: tuple[type[Rule], ...] = field(default=(), compare=False)  # every known rule
 
     # ---- derived ---------------------------------------------------------------------
@@ -315,8 +318,8 @@ def _apply_core(settings: Settings, key: str, value: Any, where: str) -> Setting
         return settings  # handled before the other keys
     if key == "max-file-size" and value < 0:
         raise ConfigError(f"{where}: `max-file-size` must be 0 (no limit) or a number of bytes, not {value}")
-    if key == "baseline":
-        return replace(settings, baseline=(settings.root / value) if value else None)
+    if key in ("baseline", "runtime-report"):
+        return replace(settings, **{attr: (settings.root / value) if value else None})
     if isinstance(value, list):
         value = tuple(value)
     return replace(settings, **{attr: value})
@@ -360,7 +363,8 @@ class SettingsResolver:
         folders: set[str] = set()
         files: set[str] = set()
         for settings in [*self._by_config.values(), *([self.fixed] if self.fixed else [])]:
-            files.update(str(path) for path in (settings.source, settings.baseline) if path is not None)
+            files.update(str(path) for path in (settings.source, settings.baseline, settings.runtime_report)
+                         if path is not None)
             for folder in settings.extend_rules:
                 for dirpath, dirnames, filenames in os.walk(folder):
                     folders.add(dirpath)

@@ -93,6 +93,7 @@ class Finding:
     fix: Fix | None = None
     noqa_row: int | None = None
     runtime_syncs: int | None = None  # with --runtime-report: syncs a test run saw on these lines
+    runtime_wait_s: float | None = None  # with --runtime-report from a timed run: the host's wait there, in seconds
     source_line: str = field(default="", compare=False)
 
     @property

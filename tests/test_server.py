@@ -470,6 +470,23 @@ async def test_hover_on_a_finding_shows_its_rule_documentation(client: Client, p
     assert nothing is None
 
 
+async def test_hover_shows_the_wait_a_configured_runtime_report_measured(client: Client, project: Path):
+    import json
+
+    (project / "syncs.json").write_text(json.dumps({
+        "schema": "synclint-sync-report", "version": 2, "tool": "trace", "simulated": False, "device": "cuda",
+        "root": str(project), "allowed": 0, "wall_s": 1.0, "wait_s": 0.06,
+        "sites": [{"kind": "sync", "file": "app/model.py", "line": 12, "op": "CUDA sync", "count": 3, "wait_s": 0.06}]}))
+    (project / "pyproject.toml").write_text('[tool.synclint]\nruntime-report = "syncs.json"\n', encoding="utf-8")
+    uri, diagnostics = await opened(client, project / "app" / "model.py")
+    hover = await client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(11, 20)))
+    measured, docs = hover.contents.value.split("\n\n---\n\n", 1)
+    assert measured == ("**Measured** (`runtime-report`): a run saw 3 syncs here; the host waited 60.0 ms in all, "
+                        "20.0 ms each")
+    assert docs + "\n" == run_cli("rule", "SYNC103").stdout
+
+
 # ---- other editors ---------------------------------------------------------------------------------
 
 

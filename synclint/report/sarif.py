@@ -53,7 +53,9 @@ def sarif_document(findings: list[Finding], rules) -> dict:
                     }
                 }
             ],
-            "properties": {"confidence": str(f.confidence), "context": f.context},
+            "properties": {"confidence": str(f.confidence), "context": f.context,
+                           **({} if f.runtime_syncs is None else {"runtimeSyncs": f.runtime_syncs}),
+                           **({} if f.runtime_wait_s is None else {"runtimeWaitSeconds": f.runtime_wait_s})},
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from synclint.model import Applicability, Finding
+from synclint.runtime import runtime_note
 
 
 def headline(f: Finding) -> str:
@@ -81,7 +82,7 @@ def write_text(findings: list[Finding], stream: TextIO, color: bool | None = Non
             console.print(f"[blue]{f.location.row} |[/] {escape(line)}")
             console.print(f"[blue]{' ' * gutter} |[/] {' ' * start}[bold red]{'^' * width}[/] [red]{f.code}[/]")
             if f.runtime_syncs:
-                console.print(f"[blue]{' ' * gutter} =[/] [green]confirmed[/]: a test run saw {f.runtime_syncs} sync(s) here")
+                console.print(f"[blue]{' ' * gutter} =[/] [green]confirmed[/]: {escape(runtime_note(f))}")
             if f.because:
                 console.print(f"[blue]{' ' * gutter} =[/] [cyan]because[/]: {escape(f.because)} ({f.confidence} confidence)")
             console.print()

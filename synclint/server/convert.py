@@ -193,6 +193,8 @@ def _common_prefix(a: str, b: str) -> int:
 # ---- hover ---------------------------------------------------------------------------------
 
 
-def hover_markdown(rules: list[type[Rule]]) -> str:
-    """The documentation of each rule, as `synclint rule CODE` prints it."""
-    return "\n---\n\n".join(rule.markdown() for rule in rules)
+def hover_markdown(rules: list[type[Rule]], measured: str | None = None) -> str:
+    """The documentation of each rule, as `synclint rule CODE` prints it; first, when the
+    workspace's `runtime-report` saw syncs on the line, what it measured there."""
+    docs = "\n---\n\n".join(rule.markdown() for rule in rules)
+    return docs if measured is None else f"**Measured** (`runtime-report`): {measured}\n\n---\n\n{docs}"

@@ -497,8 +497,8 @@ class Simulator:
             yield
 
     @contextmanager
-    def watch(self) -> Iterator[Recording]:
-        recording = Recording()
+    def watch(self, recording: Recording | None = None) -> Iterator[Recording]:
+        recording = Recording() if recording is None else recording
         self.recording = recording
         try:
             with synchronize_wrappers(self.synchronized, call_through=False), self._modes():
