@@ -318,8 +318,10 @@ def _apply_core(settings: Settings, key: str, value: Any, where: str) -> Setting
         return settings  # handled before the other keys
     if key == "max-file-size" and value < 0:
         raise ConfigError(f"{where}: `max-file-size` must be 0 (no limit) or a number of bytes, not {value}")
-    if key in ("baseline", "runtime-report"):
-        return replace(settings, **{attr: (settings.root / value) if value else None})
+    if key == "baseline":
+        return replace(settings, baseline=(settings.root / value) if value else None)
+    if key == "runtime-report":
+        return replace(settings, runtime_report=(settings.root / value) if value else None)
     if isinstance(value, list):
         value = tuple(value)
     return replace(settings, **{attr: value})

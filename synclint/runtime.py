@@ -129,13 +129,13 @@ def confirm(findings: list[Finding], sites: list[RuntimeSite], cwd: Path) -> tup
         lines = range(finding.location.row, finding.end_location.row + 1)
         seen = [by_line[(path, line)] for line in lines if (path, line) in by_line]
         count = sum(c for c, _ in seen)
-        waits = [w for _, w in seen]
-        wait = None if not seen or any(w is None for w in waits) else sum(waits)
+        waits = [w for _, w in seen if w is not None]
+        wait = sum(waits) if seen and len(waits) == len(seen) else None
         covered.update((path, line) for line in lines)
         marked.append(replace(finding, runtime_syncs=count, runtime_wait_s=wait))
     # Stable sorts: the confirmed by wait (the untimed after the timed, by count), then the rest as they were.
     confirmed = sorted((f for f in marked if f.runtime_syncs),
-                       key=lambda f: (f.runtime_wait_s is None, -(f.runtime_wait_s or 0.0), -f.runtime_syncs))
+                       key=lambda f: (f.runtime_wait_s is None, -(f.runtime_wait_s or 0.0), -(f.runtime_syncs or 0)))
     unconfirmed = [f for f in marked if not f.runtime_syncs]
     missed = sorted((site for site in sites if (site.path, site.line) not in covered),
                     key=lambda s: (s.wait_s is None, -(s.wait_s or 0.0), -s.count))

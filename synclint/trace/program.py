@@ -87,9 +87,8 @@ def _as_main(program: Program) -> Iterator[None]:
 @contextmanager
 def _deadline(seconds: float | None, stop: Callable[[str], None]) -> Iterator[None]:
     """`stop(reason)` (which raises StopTrace) in the main thread after `seconds`, by SIGALRM where there is one."""
-    usable = (seconds is not None and hasattr(signal, "setitimer")
-              and threading.current_thread() is threading.main_thread())
-    if not usable:
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if seconds is None or not usable:
         yield
         return
 
@@ -132,6 +131,7 @@ def run_program(program: Program, is_user: Callable[[str], bool], max_seconds: f
                 if program.script is not None:
                     runpy.run_path(program.script, run_name="__main__")
                 else:
+                    assert program.module is not None  # a program is a script or a module (`Program`)
                     runpy.run_module(program.module, run_name="__main__", alter_sys=True)
         except StopTrace as limit:
             outcome.stopped = limit.reason
