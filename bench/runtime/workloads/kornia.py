@@ -271,9 +271,9 @@ def vision_ops(ctx):
                    + L.dice_loss(logit, lbl) + L.tversky_loss(logit, lbl, 0.5, 0.5) + L.total_variation(x).mean()
                    + L.charbonnier_loss(x, y, "mean"))
             if hasattr(L, "MS_SSIMLoss"):
-                tot = tot + L.MS_SSIMLoss()(x, y)
+                tot = tot + L.MS_SSIMLoss().to(ctx.device)(x, y)  # its Gaussian kernels are buffers
             tot.backward()
-            L.HausdorffERLoss()(logit[:, :, :32, :32], lbl[:, None, :32, :32])
+            L.HausdorffERLoss().to(ctx.device)(logit[:, :, :32, :32], lbl[:, None, :32, :32])
             pred = logit.argmax(1)
             M.psnr(x, y, 1.0)
             M.ssim(x, y, 5)
