@@ -203,19 +203,19 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         return _report_add_noqa(run)
     findings = run.findings
     if args.write_baseline is not None:
-        return _write_baseline(args.write_baseline, findings, run, cwd)
+        return _write_baseline(args.write_baseline, findings, run, cwd, _scope(run, args, cwd))
     baseline = args.baseline if args.baseline is not None else settings.baseline
     if baseline is not None:
         from synclint.baseline import Baseline, BaselineError
 
         try:
-            findings, stale = Baseline.load(baseline).filter(findings, cwd)
+            findings, stale = Baseline.load(baseline).filter(findings, cwd, _scope(run, args, cwd))
         except BaselineError as exc:
             print(f"synclint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
         if stale:
             print(f"synclint: {stale} baseline entr{'ies' if stale != 1 else 'y'} no longer found (fixed or "
-                  f"changed); shrink {baseline} with --write-baseline", file=sys.stderr)
+                  f"changed); shrink {_shown(baseline, cwd)} with --write-baseline", file=sys.stderr)
     missed = []
     if args.runtime_report is not None:
         from synclint.runtime import RuntimeReportError, confirm, load_sites
@@ -307,15 +307,31 @@ def _report_add_noqa(run) -> int:
     return EXIT_ERROR if run.problems else EXIT_CLEAN
 
 
-def _write_baseline(path: Path, findings, run, cwd: Path) -> int:
+def _scope(run, args: argparse.Namespace, cwd: Path):
+    """The baseline entries this run may judge: those of the files it checked (synclint.baseline.Scope)."""
+    from synclint.baseline import Scope
+
+    return Scope.of([item.result.path for item in run.files], args.paths or [Path(".")], cwd)
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    """A path as the messages show it: relative to the working directory when it is below it."""
+    try:
+        return os.fspath(path.relative_to(cwd)) if path.is_absolute() else os.fspath(path)
+    except ValueError:
+        return os.fspath(path)
+
+
+def _write_baseline(path: Path, findings, run, cwd: Path, scope) -> int:
     from synclint.baseline import BaselineError, write_baseline
 
     try:
-        count = write_baseline(path, findings, cwd)
+        count, kept = write_baseline(path, findings, cwd, scope)
     except BaselineError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    print(f"Wrote {count} finding{'s' if count != 1 else ''} to {path}.", file=sys.stderr)
+    others = f" (and kept {kept} of files this run did not check)" if kept else ""
+    print(f"Wrote {count} finding{'s' if count != 1 else ''} to {path}{others}.", file=sys.stderr)
     for problem in run.problems:
         print(f"synclint: error: {problem}", file=sys.stderr)
     return EXIT_ERROR if run.problems else EXIT_CLEAN
