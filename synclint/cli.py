@@ -164,7 +164,7 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
     """The check itself; the folders and files its output depends on are added to `read`, with
     the signatures the run already took of some of them."""
     from synclint.config import ConfigError, SettingsResolver
-    from synclint.progress import Progress, wanted
+    from synclint.progress import Progress, display
     from synclint.runner import Mode, run_paths, run_stdin
 
     stdin = [str(p) for p in args.paths] == ["-"]
@@ -179,9 +179,7 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
             data = sys.stdin.buffer.read()
             run = run_stdin(data, args.stdin_filename, resolver, mode, cwd)
         else:
-            shown = wanted(quiet=args.quiet, output_format=settings.output_format,
-                           output_file=args.output_file is not None and not args.diff)
-            with Progress(shown) as progress:  # erased before anything else is printed
+            with Progress(display(quiet=args.quiet)) as progress:  # erased before anything else is printed
                 run = run_paths(args.paths or [Path(".")], resolver, mode, jobs=args.jobs,
                                 force_exclude=args.force_exclude, cwd=cwd, cache=_cache(args, settings),
                                 progress=progress)
