@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     from synclint.verify.command import add_arguments  # no torch: that is imported when verify runs
 
     add_arguments(sub.add_parser("verify", help="run the fixture kernels before and after the fixer (needs torch)"))
-    server = sub.add_parser("server", help="run the language server over stdin/stdout (needs synclint[server])")
+    server = sub.add_parser("server", help="run the language server over stdin/stdout (needs the server extra)")
     server.add_argument("--cache-dir", type=Path, metavar="DIR",
                         help="the cache to read and fill (default: as `check` run from the workspace folder uses)")
     server.add_argument("--jobs", "-j", type=int, default=None, metavar="N",

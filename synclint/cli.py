@@ -193,6 +193,9 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         read[2].update(run.signatures)
     for warning in run.warnings:
         print(f"synclint: warning: {warning}", file=sys.stderr)
+    no_files = not stdin and not run.files and not run.problems
+    if no_files and not args.quiet:
+        print("synclint: warning: No Python files found under the given paths", file=sys.stderr)  # as ruff
     if args.diff:
         return _report_diff(run, args)
     if stdin and args.fix:
@@ -240,7 +243,7 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
             from synclint.report.text import Outcome
 
             color = False if close else None
-            outcome = Outcome(run.hidden_tests, len(run.problems), args.quiet)
+            outcome = Outcome(run.hidden_tests, len(run.problems), args.quiet, no_files)
             render(settings.output_format, findings, stream, color=color, rules=settings.enabled_rules(),
                    outcome=outcome)
     finally:

@@ -1,10 +1,12 @@
-"""GitHub Actions workflow commands: one `::warning` annotation per finding."""
+"""GitHub Actions workflow commands: one `::warning` annotation per finding, its message with the
+`because` on a second line."""
 
 from __future__ import annotations
 
 from typing import TextIO
 
 from synclint.model import Finding
+from synclint.report.text import explained
 
 
 def _escape_data(text: str) -> str:
@@ -28,4 +30,4 @@ def write_github(findings: list[Finding], stream: TextIO) -> None:
                 f"title={_escape_property(f'{f.code} ({f.name})')}",
             ]
         )
-        stream.write(f"::{level} {props}::{_escape_data(f'{f.code} {f.message}')}\n")
+        stream.write(f"::{level} {props}::{_escape_data(f'{f.code} {explained(f)}')}\n")

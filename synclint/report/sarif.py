@@ -1,4 +1,5 @@
-"""SARIF 2.1.0, as GitHub code scanning accepts it: rules with help, results, fixes."""
+"""SARIF 2.1.0, as GitHub code scanning accepts it: rules with help, results (the message with its
+`because` on a second line, and `because` in the properties), fixes."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import TextIO
 
 from synclint import __version__
 from synclint.model import Finding
+from synclint.report.text import explained
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ENGINE_RULES = {
@@ -44,7 +46,7 @@ def sarif_document(findings: list[Finding], rules) -> dict:
         result = {
             "ruleId": f.code,
             "level": "error" if f.code in ENGINE_RULES else "warning",
-            "message": {"text": f.message},
+            "message": {"text": explained(f)},
             "locations": [
                 {
                     "physicalLocation": {
@@ -53,7 +55,8 @@ def sarif_document(findings: list[Finding], rules) -> dict:
                     }
                 }
             ],
-            "properties": {"confidence": str(f.confidence), "context": f.context},
+            "properties": {"confidence": str(f.confidence), "context": f.context,
+                           **({"because": f.because} if f.because else {})},
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]

@@ -8,6 +8,14 @@ from typing import TextIO
 from synclint.model import Applicability, Finding
 
 
+def explained(f: Finding) -> str:
+    """The finding's message and why synclint believes it (`because`, with its confidence), on a
+    second line: what the editor, SARIF and GitHub annotations show."""
+    if f.because:
+        return f"{f.message}\nbecause: {f.because} ({f.confidence} confidence)"
+    return f.message
+
+
 def headline(f: Finding) -> str:
     return f"{f.filename}:{f.location.row}:{f.location.column}: {f.code} {f.message}"
 
@@ -20,6 +28,7 @@ class Outcome:
     hidden_tests: int = 0
     errors: int = 0
     quiet: bool = False  # --quiet: the findings only
+    no_files: bool = False  # the paths held no Python file to check
 
 
 NOTHING_ELSE = Outcome()
@@ -35,6 +44,8 @@ def summary(findings: list[Finding], outcome: Outcome = NOTHING_ELSE) -> str:
     if outcome.errors:
         text = (f"Found {_plural(n, 'finding')}, and {_plural(outcome.errors, 'error')}: not everything was checked."
                 if n else f"{_plural(outcome.errors, 'error')}; no findings in what could be checked.")
+    elif not n and outcome.no_files:
+        text = "No Python files checked."
     elif not n:
         text = "All checks passed!"
     else:
