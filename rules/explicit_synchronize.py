@@ -139,10 +139,12 @@ class ExplicitSynchronize(Rule):
                     # The host waits for that accelerator, not for a CUDA GPU.
                     self.report(node, message, confidence=Confidence.LOW, because=f"{platform.upper()} code, not CUDA")
                 else:
-                    self.report(node, message, confidence=Confidence.HIGH)
+                    self.report(node, message, confidence=Confidence.HIGH,
+                                because=f"{qual}() is the device-wide synchronize")
             elif owner.startswith("torch.") and owner.rsplit(".", 1)[-1] in STREAM_MAKERS | EVENT_MAKERS:
                 kind = "event" if owner.endswith("Event") else "stream"
-                self.report(node, _message(code, kind), confidence=Confidence.HIGH)
+                self.report(node, _message(code, kind), confidence=Confidence.HIGH,
+                            because=f"{qual}() waits for {_a(kind)}")
             return  # some other module's function: a project's own helper
         found = self._receiver_kind(func.value)
         if found is not None:
