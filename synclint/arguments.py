@@ -79,7 +79,7 @@ CHECK_OPTIONS: tuple[Option, ...] = (
     _option("--output-format", choices=("text", "concise", "json", "sarif", "github"),
             help="text marks the source line; json is ruff's shape; sarif is SARIF 2.1.0; github prints annotations"),
     _option("--output-file", "-o", help="write the report to this file", type=Path, metavar="FILE"),
-    _option("--statistics", help="print counts per rule instead of each finding", action="store_true"),
+    _option("--statistics", help="print counts per rule, split by context, instead of each finding", action="store_true"),
     _option("--quiet", "-q", action="store_true",
             help="print the findings only: no progress, no summary line"),
     _option("--exit-zero", help="exit 0 even when there are findings", action="store_true"),

@@ -95,6 +95,13 @@ class Finding:
     runtime_syncs: int | None = None  # with --runtime-report: syncs a test run saw on these lines
     source_line: str = field(default="", compare=False)
 
+    def explained(self) -> str:
+        """The message and why synclint believes it (`because`, with the confidence) on a second
+        line: what the editor, SARIF results and GitHub annotations show."""
+        if self.because:
+            return f"{self.message}\nbecause: {self.because} ({self.confidence} confidence)"
+        return self.message
+
     @property
     def sort_key(self) -> tuple:
         return (self.filename, self.location.row, self.location.column, self.code)

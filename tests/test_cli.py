@@ -29,8 +29,8 @@ def test_overflow_check_is_reported_with_exit_1(write, tmp_path):
     path = write("kernel.py", OVERFLOW)
     proc = run_cli("check", str(path), cwd=tmp_path)
     assert proc.returncode == 1
-    assert "kernel.py:4:4: SYNC101 `x.isinf().any()` is a CUDA tensor" in proc.stdout
-    assert "kernel.py:4:23: SYNC101 `x.isnan().any()`" in proc.stdout
+    assert "kernel.py:4:4: SYNC101 (code) `x.isinf().any()` is a CUDA tensor" in proc.stdout
+    assert "kernel.py:4:23: SYNC101 (code) `x.isnan().any()`" in proc.stdout
     # The text format shows the source line with the range marked.
     assert "4 | if x.isinf().any() or x.isnan().any():" in proc.stdout
     assert "   ^^^^^^^^^^^^^^^ SYNC101" in proc.stdout
@@ -156,7 +156,7 @@ def test_exit_zero_and_statistics(write, tmp_path):
     write("kernel.py", OVERFLOW)
     proc = run_cli("check", "kernel.py", "--exit-zero", "--statistics", cwd=tmp_path)
     assert proc.returncode == 0
-    assert proc.stdout.split() == ["2", "SYNC101", "sync-in-condition", "2", "total"]
+    assert proc.stdout.split() == ["2", "SYNC101", "sync-in-condition", "code", "2", "2", "total", "code", "2"]
 
 
 def test_statistics_end_with_a_total_line(write, tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TextIO
 
 from synclint.model import Finding
-from synclint.report.text import explained
 
 
 def _escape_data(text: str) -> str:
@@ -30,4 +29,4 @@ def write_github(findings: list[Finding], stream: TextIO) -> None:
                 f"title={_escape_property(f'{f.code} ({f.name})')}",
             ]
         )
-        stream.write(f"::{level} {props}::{_escape_data(f'{f.code} {explained(f)}')}\n")
+        stream.write(f"::{level} {props}::{_escape_data(f'{f.code} {f.explained()}')}\n")

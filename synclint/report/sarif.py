@@ -8,7 +8,6 @@ from typing import TextIO
 
 from synclint import __version__
 from synclint.model import Finding
-from synclint.report.text import explained
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ENGINE_RULES = {
@@ -46,7 +45,7 @@ def sarif_document(findings: list[Finding], rules) -> dict:
         result = {
             "ruleId": f.code,
             "level": "error" if f.code in ENGINE_RULES else "warning",
-            "message": {"text": explained(f)},
+            "message": {"text": f.explained()},
             "locations": [
                 {
                     "physicalLocation": {

@@ -1,4 +1,12 @@
-"""Human output: `path:row:col: CODE message`, and in full text the source line marked (rich)."""
+"""Human output: `path:row:col: CODE message`, and in full text the source line marked (rich).
+
+The full text report shows the findings that cost most first: those paid every step (a per-step
+method, a loop: contexts `step` and `loop`), then those paid every so many steps (`interval`),
+then the rest (`code`: once per call as far as synclint knows), set-up code (`init`) and tests
+last; by file, line and column within each group. Its header lines name the context. The
+concise format, like the machine formats (JSON, SARIF, GitHub), lists findings by file, line
+and column.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +16,13 @@ from typing import TextIO
 from synclint.model import Applicability, Finding
 
 
-def explained(f: Finding) -> str:
-    """The finding's message and why synclint believes it (`because`, with its confidence), on a
-    second line: what the editor, SARIF and GitHub annotations show."""
-    if f.because:
-        return f"{f.message}\nbecause: {f.because} ({f.confidence} confidence)"
-    return f.message
+# How often a finding's context pays its wait, most often first (config.CONTEXTS names them).
+HOTNESS = {"loop": 0, "step": 0, "interval": 1, "code": 2, "init": 3, "test": 4}
+
+
+def hot_first(findings: list[Finding]) -> list[Finding]:
+    """The findings (in file order) with those paid every step first (see the module docstring)."""
+    return sorted(findings, key=lambda f: HOTNESS.get(f.context, len(HOTNESS)))
 
 
 def headline(f: Finding) -> str:
@@ -76,11 +85,11 @@ def write_text(findings: list[Finding], stream: TextIO, color: bool | None = Non
 
     console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=color, no_color=(color is False) or None,
                       emoji=False)
-    for f in findings:
+    for f in hot_first(findings):
         mark = " [*]" if f.fix is not None and f.fix.applicability is Applicability.SAFE else ""
         console.print(
             f"[bold]{escape(f.filename)}[/]:{f.location.row}:{f.location.column}: "
-            f"[bold red]{f.code}[/]{mark} {escape(f.message)}"
+            f"[bold red]{f.code}[/]{mark} [magenta]({f.context})[/] {escape(f.message)}"
         )
         if f.source_line:
             gutter = len(str(f.location.row))

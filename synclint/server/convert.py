@@ -20,7 +20,6 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from synclint.model import Applicability, Confidence, Edit, Finding, Fix, Location
-from synclint.report.text import explained
 from synclint.rule import Rule
 
 SOURCE = "synclint"
@@ -101,7 +100,7 @@ def rule_docs_href(rule: type[Rule]) -> str | None:
 
 def message(finding: Finding) -> str:
     """The finding's message and why synclint believes it (`because`), as the text report shows them."""
-    return explained(finding)
+    return finding.explained()
 
 
 def diagnostic(finding: Finding, lines: Lines, version: int | None, rules: dict[str, type[Rule]]) -> types.Diagnostic:
