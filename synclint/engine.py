@@ -37,6 +37,7 @@ from synclint.devices.lattice import Where
 from synclint.devices.model import DeviceModel
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
+from synclint.patterns import one_line
 from synclint.project.facts import ModuleSummary, ProjectFile
 from synclint.project.index import ProjectIndex
 from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
@@ -488,7 +489,7 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
             end_location=Location(span.end.line, span.end.column + 1),
             confidence=report.confidence,
             context=report.context,
-            because=report.because,
+            because=_one_line(report.because),
             fix=_to_fix(ctx.module, positions, report.fix, report.indentation) if report.fix is not None else None,
             noqa_row=row,
             source_line=lines[row - 1] if row - 1 < len(lines) else "",
@@ -496,6 +497,13 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
         key = (finding.code, row, finding.location.column, finding.end_location, finding.confidence, finding.context)
         findings.setdefault(key, finding)
     return sorted(findings.values(), key=lambda f: f.sort_key)
+
+
+def _one_line(because: str | None) -> str | None:
+    """A `because` as one line (it may quote code that spans several): a report line holds it."""
+    if because is None or ("\n" not in because and "\r" not in because):
+        return because
+    return one_line(because, limit=len(because))
 
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # what libcst's position provider counts as a line break
