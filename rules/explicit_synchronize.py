@@ -155,7 +155,8 @@ class ExplicitSynchronize(Rule):
         """A call of a small local helper whose job is a device-wide synchronize (`self._sync_device()`)."""
         helper = self.resolve(node.func)
         if helper is None:
-            self._check_named_helper(node)
+            if not self._check_alias(node):
+                self._check_named_helper(node)
             return
         if id(helper) not in self._helpers:
             self._helpers[id(helper)] = self._helper_sync(helper)
@@ -170,6 +171,36 @@ class ExplicitSynchronize(Rule):
             "queued on the device finishes"
         )
         self.report(node, message, confidence=confidence, because=f"{helper.name.value}() calls {inner}")
+
+    def _check_alias(self, node: cst.Call) -> bool:
+        """A call of a name bound to a device-wide synchronize, here or at the module's level:
+        `synchronize = torch.cuda.synchronize if cuda else lambda: None` (high when every value
+        bound to it is one, else medium). Whether it reported."""
+        if not isinstance(node.func, cst.Name):
+            return False
+        name = node.func.value
+        values = self.assignments().get(name) or (self.assignments(self.ctx.module).get(name) if self.function else None)
+        if not values:
+            return False
+        found: list[str] = []
+        always = True
+        for value in values:
+            if value is None:  # bound by a loop, an import, ...: not always a synchronize
+                always = False
+                continue
+            branches = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+            syncs = [q for b in branches if (q := self.qualname(b) or "").rsplit(".", 1)[0] in DEVICE_MODULES
+                     and q.endswith(".synchronize")]
+            found += syncs
+            always = always and len(syncs) == len(branches)
+        if not found:
+            return False
+        message = (f"`{one_line(self.code_of(node))}` calls `{found[0]}`, which blocks the host until all work "
+                   "queued on the device finishes")
+        first = next(v for v in values if v is not None)
+        self.report(node, message, confidence=Confidence.HIGH if always else Confidence.MEDIUM,
+                    because=f"{name} = {one_line(self.code_of(first), 100)}")
+        return True
 
     def _check_named_helper(self, node: cst.Call) -> None:
         """A call of an imported helper named for a device-wide wait (`device_synchronize()`):

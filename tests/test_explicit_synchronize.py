@@ -116,3 +116,19 @@ def test_every_finding_says_why():
         (5, "torch.cuda.synchronize() is the device-wide synchronize"),
         (6, "torch.cuda.Stream.synchronize() waits for a stream"),
     ]
+
+
+def test_a_name_bound_to_a_device_synchronize_is_one_when_called():
+    # nanochat's training scripts: the alias is a no-op off CUDA, the device-wide wait on it.
+    code = ("import torch\n\ndevice_type = 'cuda'\n"
+            "synchronize = torch.cuda.synchronize if device_type == 'cuda' else lambda: None\n"
+            "wait = torch.cuda.synchronize\n\n"
+            "for step in range(10):\n    synchronize()\n    wait()\n    print(step)\n")
+    assert [(f.location.row, f.confidence, f.because) for f in findings(code)] == [
+        (8, Confidence.MEDIUM, "synchronize = torch.cuda.synchronize if device_type == 'cuda' else lambda: None"),
+        (9, Confidence.HIGH, "wait = torch.cuda.synchronize"),
+    ]
+    assert findings(code)[0].message == (
+        "`synchronize()` calls `torch.cuda.synchronize`, which blocks the host until all work queued on the device "
+        "finishes")
+    assert findings("import torch\n\nsynchronize = lambda: None\nsynchronize()\n") == []

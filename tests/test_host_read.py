@@ -418,3 +418,14 @@ def test_a_because_quoting_code_over_several_lines_is_one_line():
     [finding] = check_snippet(HostRead, code)
     assert finding.because == ("model(...) is a module's output, in a file that puts its model or data on the GPU "
                                "(`Accelerator(gradient_accumulation_steps=1, mixed...`)")
+
+
+def test_a_helper_named_for_moving_a_tensor_to_the_device_returns_a_device_tensor():
+    # composer's `self.state.device.tensor_to_device(torch.tensor(n))`, read with `.item()` every batch.
+    code = ("import torch\n\ndef train(state, loader):\n    for batch in loader:\n"
+            "        size = state.device.tensor_to_device(torch.tensor(len(batch)))\n"
+            "        total = size.item()\n        host = state.device.tensor_to_device(torch.tensor(1), 'cpu')\n"
+            "        same = host.item()\n")
+    [finding] = check_snippet(HostRead, code)
+    assert (finding.location.row, finding.confidence) == (6, Confidence.MEDIUM)
+    assert finding.because == "moved by tensor_to_device(...), which by its name puts it on the device"

@@ -102,6 +102,11 @@ def names_a_device(text: str) -> bool:
     return "device" in lowered or "cuda" in lowered or "gpu" in lowered or lowered in ("dev", "self.dev")
 
 
+# Functions whose names say they move what they are given to the accelerator: composer's
+# `device.tensor_to_device(t)`, accelerate's `send_to_device(t, device)`, `to_gpu(t)`, `move_to_device`.
+MOVES_TO_DEVICE = re.compile(r"(?:^|_)to_(?:device|gpu|cuda|accelerator)$")
+
+
 # Parameter names that, annotated `torch.Tensor`, are a model's activations or caches wherever
 # they appear: they live on the GPU during inference.
 ACTIVATION_NAMES = frozenset(
