@@ -42,8 +42,11 @@ class ExplicitSynchronize(Rule):
     helper of at most three statements (nested ones included), defined in the same module, that synchronizes the
     device (`self._sync_device()`, vLLM PR #39113's site) is flagged where it is called too:
     high confidence for a function that always synchronizes, medium for a method (a subclass
-    elsewhere may override it) or a conditional synchronize. Helpers from other modules
-    (`current_platform.synchronize()`) are not flagged.
+    elsewhere may override it) or a conditional synchronize. So is a call of a name bound to a
+    device-wide synchronize, in the function or at the module's level (`synchronize =
+    torch.cuda.synchronize if cuda else lambda: None`, then `synchronize()` every step): high
+    when every value bound to it is one, medium when one branch is something else. Helpers from
+    other modules (`current_platform.synchronize()`) are not flagged.
 
     ## Why is this bad?
     The host stops until the GPU has drained the queue (or the stream, or the work before
