@@ -64,17 +64,17 @@ class Scope:
     baseline entry is the run's to judge when its file was checked, or no longer exists under
     one of those folders (deleted, or moved: see `Baseline.filter`)."""
 
-    files: frozenset[str]  # absolute, normalised paths
+    files: frozenset[str]  # real paths (the baseline's folder is resolved: a symlinked cwd must match it)
     folders: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, checked: list[str], paths: list[Path], cwd: Path) -> "Scope":
         """The scope of a run from `cwd` that checked the files `checked` (as shown) of `paths`."""
-        folders = tuple(os.path.abspath(cwd / p) for p in paths if (cwd / p).is_dir())
-        return cls(frozenset(os.path.abspath(cwd / name) for name in checked), folders)
+        folders = tuple(os.path.realpath(cwd / p) for p in paths if (cwd / p).is_dir())
+        return cls(frozenset(os.path.realpath(cwd / name) for name in checked), folders)
 
     def covers(self, path: Path) -> bool:
-        name = os.path.abspath(path)
+        name = os.path.realpath(path)
         if name in self.files:
             return True
         return not path.exists() and any(name.startswith(folder.rstrip(os.sep) + os.sep) for folder in self.folders)
