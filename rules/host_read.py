@@ -492,7 +492,13 @@ class HostRead(Rule):
             self._report_operand(call, receiver, "copies the values to the host")
         elif method == "to" and not may_be_true(keyword_arg(call, "non_blocking")):
             if self.where(call).place is Place.HOST_TENSOR and not _to_meta(call):
-                self._report_operand(call, receiver, "is a blocking device-to-host copy")
+                target = keyword_arg(call, "device") or (call.args[0].value if call.args and call.args[0].keyword is None
+                                                         else None)
+                if target is None or isinstance(target, cst.SimpleString) or isinstance(target, cst.Call):
+                    self._report_operand(call, receiver, "is a blocking device-to-host copy")
+                else:  # `.to(device)`: say that this `device` is the host, or it reads as a copy to the GPU
+                    self._report_operand(call, receiver, f"copies the values to `{one_line(self.code_of(target), 40)}`, "
+                                         "which is the CPU here: a blocking device-to-host copy")
         elif method == "type" and call.args and _is_host_tensor_type(self.qualname(call.args[0].value)):
             self._report_operand(call, receiver, "is a blocking device-to-host copy (a CPU tensor type)")
         elif method == "copy_" and call.args and not may_be_true(keyword_arg(call, "non_blocking")):

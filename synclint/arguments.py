@@ -79,7 +79,7 @@ CHECK_OPTIONS: tuple[Option, ...] = (
     _option("--output-format", choices=("text", "concise", "json", "sarif", "github"),
             help="text marks the source line; json is ruff's shape; sarif is SARIF 2.1.0; github prints annotations"),
     _option("--output-file", "-o", help="write the report to this file", type=Path, metavar="FILE"),
-    _option("--statistics", help="print counts per rule instead of each finding", action="store_true"),
+    _option("--statistics", help="print counts per rule, split by context, instead of each finding", action="store_true"),
     _option("--quiet", "-q", action="store_true",
             help="print the findings only: no progress, no summary line"),
     _option("--exit-zero", help="exit 0 even when there are findings", action="store_true"),
@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
                            usage="synclint trace [options] -- python script.py [args...]")
     for option in TRACE_OPTIONS:
         trace.add_argument(*option.flags, help=option.help, **option.settings)
-    server = sub.add_parser("server", help="run the language server over stdin/stdout (needs synclint[server])")
+    server = sub.add_parser("server", help="run the language server over stdin/stdout (needs the server extra)")
     server.add_argument("--cache-dir", type=Path, metavar="DIR",
                         help="the cache to read and fill (default: as `check` run from the workspace folder uses)")
     server.add_argument("--jobs", "-j", type=int, default=None, metavar="N",

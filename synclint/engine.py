@@ -34,10 +34,13 @@ from synclint.devices.conventions import (
     other_accelerator,
     other_accelerator_scope,
 )
+from synclint.devices.callers import private_call_sites
 from synclint.devices.lattice import Where
 from synclint.devices.model import DeviceModel
+from synclint.devices.program import required_accelerator
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
+from synclint.patterns import one_line
 from synclint.project.facts import ModuleSummary, ProjectFile
 from synclint.project.index import ProjectIndex
 from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
@@ -95,7 +98,8 @@ class FileContext:
         self.devices = DeviceModel(module, conventions, host_code=is_host_code_path(relpath), project=self.project)
         self.reports: list[tuple[Rule, Report]] = []
         self.in_test_file = is_test_path(relpath)
-        self.other_accelerator = other_accelerator(relpath)
+        self.other_accelerator = other_accelerator(relpath) or required_accelerator(module)
+        self._private_callers: dict[int, list] | None = None  # id(private function) -> its call sites
         self._attribute_assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._accelerators: dict[int, str | None] = {}  # id(function) -> see `accelerator`
         self._steps: dict[int, bool] = {}  # id(function) -> whether its name is a per-step method's
@@ -183,20 +187,41 @@ class FileContext:
                     code_text(cast(cst.BaseExpression, interval_of(intervals[-1].test)), 40) if intervals else None)
 
     def accelerator(self, scope: Scope) -> str | None:
-        """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path
-        or by the names of its class and functions (None: CUDA, as far as names tell)."""
+        """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path or
+        the packages it must import, by the names of its class and functions, or, for a private
+        helper, by its callers: every call of it in the file is code for that platform (None:
+        CUDA, as far as these tell)."""
         if self.other_accelerator is not None or not isinstance(scope, cst.FunctionDef):
             return self.other_accelerator
         key = id(scope)
         if key not in self._accelerators:
+            self._accelerators[key] = None  # (a helper calling itself, meanwhile)
             names: list[str] = []
             func: cst.FunctionDef | None = scope
             while func is not None:
                 names.insert(0, func.name.value)
                 func = self.devices.symbols.enclosing.get(id(func))
             cls = self.devices.symbols.self_class(scope)
-            self._accelerators[key] = other_accelerator_scope(names, cls.name.value if cls is not None else None)
+            self._accelerators[key] = (other_accelerator_scope(names, cls.name.value if cls is not None else None)
+                                       or self._callers_accelerator(scope))
         return self._accelerators[key]
+
+    def _callers_accelerator(self, func: cst.FunctionDef) -> str | None:
+        """The platform of every call of the private module-level function `func` in the file, if
+        they share one (composer's `_object_to_tensor`, called only by `all_gather_object_list_hpu`)."""
+        if not func.name.value.startswith("_") or func.name.value.startswith("__"):
+            return None
+        if self._private_callers is None:
+            names = {node.name.value for node in self.module.body
+                     if isinstance(node, cst.FunctionDef) and node.name.value.startswith("_")}
+            self._private_callers = {id(f): sites for f, sites in private_call_sites(self.module, names)} if names else {}
+        platforms = set()
+        for call, scope, statement in self._private_callers.get(id(func), []):
+            platform = self.devices.platform_at(scope, statement) or self.accelerator(scope)
+            if platform is None:
+                return None
+            platforms.add(platform)
+        return platforms.pop() if len(platforms) == 1 else None
 
     def host_side_class(self, scope: Scope) -> str | None:
         """The name of the class holding `scope` when it names one that prepares a model's
@@ -505,7 +530,7 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
             end_location=Location(span.end.line, span.end.column + 1),
             confidence=report.confidence,
             context=report.context,
-            because=report.because,
+            because=_one_line(report.because),
             fix=_to_fix(ctx.module, positions, report.fix, report.indentation) if report.fix is not None else None,
             noqa_row=row,
             source_line=lines[row - 1] if row - 1 < len(lines) else "",
@@ -513,6 +538,13 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
         key = (finding.code, row, finding.location.column, finding.end_location, finding.confidence, finding.context)
         findings.setdefault(key, finding)
     return sorted(findings.values(), key=lambda f: f.sort_key)
+
+
+def _one_line(because: str | None) -> str | None:
+    """A `because` as one line (it may quote code that spans several): a report line holds it."""
+    if because is None or ("\n" not in because and "\r" not in because):
+        return because
+    return one_line(because, limit=len(because))
 
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # what libcst's position provider counts as a line break

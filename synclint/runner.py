@@ -435,13 +435,10 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
             todo = sorted(set(demand.take()) - results.keys())
             if not todo:
                 break
-        asked = len(demand.asked | results.keys() | set(todo))
-        if asked * 2 > len(jobs):
+        if len(demand.asked | results.keys() | set(todo)) * 2 > len(jobs):
             # Most of the package: all of it, as a run over the package (whose state is kept).
             todo = sorted(set(range(len(jobs))) - results.keys())
-            asked = len(jobs)
-        shown = _Rounds(progress, len(results), asked)
-        for i, item in zip(todo, _check_all([jobs[i] for i in todo], check, cache, workers, shown, label)):
+        for i, item in zip(todo, _check_all([jobs[i] for i in todo], check, cache, workers, progress, label)):
             results[i] = item
         if len(results) == len(jobs):
             break
@@ -450,17 +447,6 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
             demand.learn(i, item.result.summary if item is not None else None)
     order = [*range(checked), *sorted(i for i in results if i >= checked)]
     return [jobs[i] for i in order], [results[i] for i in order]
-
-
-class _Rounds:
-    """The progress display of one round of `_on_demand`, shown as part of all of them: the files
-    done before it and those asked for so far (the total grows as the rounds find more)."""
-
-    def __init__(self, progress: Progress, done: int, asked: int) -> None:
-        self.progress, self.done, self.asked = progress, done, asked
-
-    def phase(self, label: str, total: int, done: int = 0) -> Callable[[int], None]:
-        return self.progress.phase(label, max(self.asked, self.done + total), self.done + done)
 
 
 def _views_of(jobs: list[Job], cache: Cache) -> dict[str, tuple[str, ProjectView]]:

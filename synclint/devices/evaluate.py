@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from synclint.devices.conventions import (
+    MOVES_TO_DEVICE,
     VERB_NAME,
     classify_buffer_field,
     is_settings_namespace,
@@ -286,6 +287,10 @@ class Evaluator:
             passed = self.eval(call.args[0].value)
             if passed.is_tensor or passed.items is not None:
                 return passed  # `accelerator.gather(t)`: a tensor like `t`, where `t` is
+        if name and MOVES_TO_DEVICE.search(name) and call.args and call.args[0].keyword is None and not self.model.host_code:
+            moved = self._moved_by_name(name, call)
+            if moved is not None:
+                return moved
         if isinstance(func, cst.Name):
             if func.value in HOST_BUILTINS:
                 return HOST
@@ -316,6 +321,18 @@ class Evaluator:
             if called.is_module:
                 return self.module_output(called, func)
         return UNKNOWN
+
+    def _moved_by_name(self, name: str, call: cst.Call) -> Where | None:
+        """`device.tensor_to_device(t)`: a tensor `t` moved to the device its name says (or to the
+        device a second argument names: `send_to_device(t, "cpu")`)."""
+        if not self.eval(call.args[0].value).is_tensor:
+            return None
+        target = keyword_arg(call, "device") or (call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None
+                                                  else None)
+        if target is not None:
+            placed = self.device_of(target)
+            return placed if placed.place is not Place.UNKNOWN else None
+        return device(f"moved by {name}(...), which by its name puts it on the device", Confidence.MEDIUM)
 
     # tensors whose device the code does not say ------------------------------------
 

@@ -1,4 +1,5 @@
-"""SARIF 2.1.0, as GitHub code scanning accepts it: rules with help, results, fixes."""
+"""SARIF 2.1.0, as GitHub code scanning accepts it: rules with help, results (the message with its
+`because` on a second line, and `because` in the properties), fixes."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def sarif_document(findings: list[Finding], rules) -> dict:
         result: dict[str, Any] = {
             "ruleId": f.code,
             "level": "error" if f.code in ENGINE_RULES else "warning",
-            "message": {"text": f.message},
+            "message": {"text": f.explained()},
             "locations": [
                 {
                     "physicalLocation": {
@@ -55,7 +56,8 @@ def sarif_document(findings: list[Finding], rules) -> dict:
             ],
             "properties": {"confidence": str(f.confidence), "context": f.context,
                            **({} if f.runtime_syncs is None else {"runtimeSyncs": f.runtime_syncs}),
-                           **({} if f.runtime_wait_s is None else {"runtimeWaitSeconds": f.runtime_wait_s})},
+                           **({} if f.runtime_wait_s is None else {"runtimeWaitSeconds": f.runtime_wait_s}),
+                           **({"because": f.because} if f.because else {})},
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]

@@ -100,9 +100,7 @@ def rule_docs_href(rule: type[Rule]) -> str | None:
 
 def message(finding: Finding) -> str:
     """The finding's message and why synclint believes it (`because`), as the text report shows them."""
-    if finding.because:
-        return f"{finding.message}\nbecause: {finding.because} ({finding.confidence} confidence)"
-    return finding.message
+    return finding.explained()
 
 
 def diagnostic(finding: Finding, lines: Lines, version: int | None, rules: dict[str, type[Rule]]) -> types.Diagnostic:
