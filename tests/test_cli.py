@@ -126,7 +126,7 @@ def test_syntax_error_shows_its_line_and_no_runtime_syncs(write, tmp_path):
     write("broken.py", "import torch\nif x.any(:\n    pass\n")
     proc = run_cli("check", "broken.py", cwd=tmp_path)
     assert proc.stdout.splitlines()[:4] == [
-        "broken.py:2:10: SYNC000 syntax error: invalid syntax",
+        "broken.py:2:10: SYNC000 (code) syntax error: invalid syntax",
         "  |",
         "2 | if x.any(:",
         "  |          ^ SYNC000",
