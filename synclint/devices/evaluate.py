@@ -215,6 +215,9 @@ class Evaluator:
                 return owner  # a submodule (where its module is), or a method to call (`_module_method` knows which)
             if owner.on_device and attr in OUTPUT_FIELDS:
                 return owner  # `outputs.loss`: a field of a model's output
+            if owner.place is Place.HOST_TENSOR and owner.confidence is Confidence.HIGH and not VERB_NAME.match(attr):
+                # A field of what was moved to the host (`instances.to(cpu_device).pred_boxes`): there too.
+                return host_tensor(f"{code_text(expr)} is a field of a value moved to the host")
         if is_settings_namespace(expr.value):
             # `args.gpu`, `self.config.device_batch`: parsed flags and settings are Python values.
             return Where(Place.HOST, Confidence.MEDIUM, f"{code_text(expr)} is a setting")
@@ -283,6 +286,11 @@ class Evaluator:
             if known is not None:
                 return known
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        returned_as = keyword_arg(call, "return_tensors")
+        if isinstance(returned_as, cst.SimpleString) and returned_as.evaluated_value == "pt":
+            # A tokenizer's or a processor's output (`tok(text, return_tensors="pt")`): CPU tensors.
+            made = host_tensor(f"{code_text(func)}(..., return_tensors=\"pt\") makes CPU tensors")
+            return Where(Place.HOST, Confidence.HIGH, made.because, element=made, mapping=True)
         if name in SAME_PLACE_CALLS and call.args and call.args[0].keyword is None:
             passed = self.eval(call.args[0].value)
             if passed.is_tensor or passed.items is not None:

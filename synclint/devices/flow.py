@@ -212,7 +212,7 @@ class FlowWalker:
             return new
         return env
 
-    MAX_LOOP_PASSES = 3
+    MAX_LOOP_PASSES = 2  # nested loops walk their bodies up to 2**depth times
 
     def _walk_loop_body(self, loop: cst.For | cst.While, entry: Env, depth: int) -> Env:
         """Walk a loop's body until what holds at its top settles: a value assigned late in one
@@ -224,7 +224,7 @@ class FlowWalker:
         after = self.walk_block(body, top, depth + 1)
         for _ in range(self.MAX_LOOP_PASSES - 1):
             again = {**join_env(top, after), **{name: entry[name] for name in _bound_each_iteration(loop, entry)}}
-            if again == top:
+            if _settled(again, top):
                 break
             top = again
             after = self.walk_block(body, top, depth + 1)
@@ -388,6 +388,14 @@ class FlowWalker:
                 declared.discard(name)
             else:
                 self.facts.self_attrs[name] = join(old, value)
+
+
+def _settled(now: Env, before: Env) -> bool:
+    """Whether every name lives where it did, as sure (the explanations may differ)."""
+    if now.keys() != before.keys():
+        return False
+    return all((w.place, w.confidence, w.is_none) == (b.place, b.confidence, b.is_none)
+               for name, w in now.items() for b in (before[name],))
 
 
 def _bound_each_iteration(loop: cst.For | cst.While, entry: Env) -> list[str]:

@@ -70,3 +70,13 @@ def launch(args, cfg):
     args.gpu  # where: host medium (args.gpu is a setting)
     cfg.batch_gpu  # where: host medium
     torch.zeros(2, device=args.device)  # where: device medium
+
+
+def tokenized(tokenizer, text):
+    batch = tokenizer(text, return_tensors="pt")
+    batch["input_ids"]  # where: host-tensor high (tokenizer(..., return_tensors="pt") makes CPU tensors)
+
+
+def evaluated(outputs, cpu_device):
+    instances = outputs["instances"].to(cpu_device)
+    instances.pred_boxes  # where: host-tensor high (instances.pred_boxes is a field of a value moved to the host)
