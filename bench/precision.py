@@ -41,6 +41,34 @@ from pathlib import Path
 from benchlib import BENCH, CONFIDENCES, PROBLEM_CODES, table, vllm_tree
 
 COLUMNS = ("id", "code", "confidence", "file", "line", "source_line", "verdict", "note")
+# Optional: the finding's `because` and the class of evidence it names (`evidence_class`), for the
+# calibration table (--score prints precision per class: high wants >= 95%, medium >= 85%).
+EVIDENCE_COLUMNS = ("evidence", "because")
+# The classes of evidence a finding's `because` names, the first that matches (most specific first).
+EVIDENCE_CLASSES = (
+    ("set-up code (demoted)", ("in set-up code",)),
+    ("interval (demoted)", ("once every",)),
+    ("other accelerator (demoted)", ("code, not CUDA",)),
+    ("a caller passes a GPU tensor", ("passes `", "passes it")),
+    ("moved or made on the GPU", ("moved by .to", "device '", 'device "', ".cuda()", "a .gpu buffer", "moved to the device")),
+    ("returned by a helper", ("returned by ",)),
+    ("a module's output or parameters", ("module's output", "runs a module", "module's parameter", "module's tensors")),
+    ("read as only a tensor can be", ("is read as only a tensor", "as only a tensor or an array has", "is used as a tensor",
+                                      "is used as only a tensor", "isinstance(")),
+    ("model code", ("in code that runs a model", "nn.Module", "model code", "is an argument of nn.Module.forward")),
+    ("a package that runs on GPUs", ("in a package that runs on GPUs",)),
+    ("a file that puts its model on the GPU", ("in a file that puts its model or data on the GPU",)),
+    ("annotated or named", ("is annotated", "by its name", "activation")),
+)
+
+
+def evidence_class(because: str | None) -> str:
+    """The class of evidence a finding's `because` names (a measurement's grouping, not a rule)."""
+    text = because or ""
+    for name, needles in EVIDENCE_CLASSES:
+        if any(needle in text for needle in needles):
+            return name
+    return "other" if text else "none given"
 # A note tag: the line would sync on a GPU tensor, but nothing in the package reaches it.
 UNREACHED = "[unreached]"
 VERDICTS = ("tp", "fp")
@@ -92,11 +120,12 @@ def draw(args: argparse.Namespace) -> int:
     args.csv.parent.mkdir(parents=True, exist_ok=True)
     with args.csv.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(COLUMNS)
+        writer.writerow((*COLUMNS, *EVIDENCE_COLUMNS))
         for i, f in enumerate(picked, 1):
             rel = relative_name(f["filename"], args.root)
             row = f["location"]["row"]
-            writer.writerow((i, f["code"], f["confidence"], rel, row, source_line(args.root, rel, row), "", ""))
+            writer.writerow((i, f["code"], f["confidence"], rel, row, source_line(args.root, rel, row), "", "",
+                             evidence_class(f.get("because")), f.get("because") or ""))
     by_conf = {c: sum(f["confidence"] == c for f in population) for c in CONFIDENCES}
     print(f"population: {len(population)} findings at {args.min_confidence} or above in {args.findings} "
           f"({', '.join(f'{c} {n}' for c, n in by_conf.items() if n)})")
@@ -131,7 +160,10 @@ def score(args: argparse.Namespace) -> int:
     for r in rows:
         verdict = (r["verdict"] or "").strip().lower()
         slot = VERDICTS.index(verdict) if verdict else 2
-        for key in (("all", "all"), ("confidence", r["confidence"]), ("rule", r["code"])):
+        keys = [("all", "all"), ("confidence", r["confidence"]), ("rule", r["code"])]
+        if r.get("evidence"):
+            keys.append(("evidence", f"{r['confidence']}: {r['evidence']}"))
+        for key in keys:
             groups[key][slot] += 1
 
     def line(kind: str, key: str) -> tuple:
@@ -144,6 +176,7 @@ def score(args: argparse.Namespace) -> int:
     rows_out = [line("all", "all")]
     rows_out += [line("confidence", c) for c in CONFIDENCES if ("confidence", c) in groups]
     rows_out += [line("rule", code) for _, code in sorted(k for k in groups if k[0] == "rule")]
+    rows_out += [line("evidence", key) for _, key in sorted(k for k in groups if k[0] == "evidence")]
     print(f"precision from {args.csv} ({len(rows)} sampled findings)")
     print(table(("group", "judged", "tp", "fp", "unjudged", "precision", "95% CI"), rows_out))
     unreached = [r for r in rows if (r["verdict"] or "").strip().lower() == "fp" and UNREACHED in r["note"]]

@@ -232,10 +232,11 @@ class BlockingHostToDevice(Rule):
         origin = self.where(source)
         text = one_line(self.code_of(call))
         source_text = one_line(self.code_of(source), 40)
+        confidence: Confidence | None  # (None: not a copy to report)
         if origin.place is Place.HOST_TENSOR:
             confidence = origin.confidence
             message = f"`{text}` copies a host tensor to the GPU without `non_blocking=True`;"
-        elif origin.place is not Place.HOST_TENSOR:
+        else:
             confidence = self._unknown_device_confidence(call, source, origin)
             if confidence is None:
                 return
@@ -310,7 +311,7 @@ class BlockingHostToDevice(Rule):
         if isinstance(expr, cst.Call):
             func = expr.func
             method = func.attr.value if isinstance(func, cst.Attribute) else None
-            if method is not None and (method in ALIASING_METHODS or method.endswith("_")):
+            if isinstance(func, cst.Attribute) and method is not None and (method in ALIASING_METHODS or method.endswith("_")):
                 return self._is_fresh(func.value, seen)  # a view or an in-place result: its receiver's memory
             if self.qualname(func) in ALIASING_FUNCTIONS:
                 return bool(expr.args) and self._is_fresh(expr.args[0].value, seen)
@@ -339,14 +340,14 @@ class BlockingHostToDevice(Rule):
                 return not is_literal_false(pin)
             return method_call(expr, "pin_memory") is not None
         if isinstance(expr, cst.Name) and expr.value not in seen:
-            values = self._assigned_values(expr.value)
+            values = self._assigned_values(expr.value) or []
             return bool(values) and all(
                 value is not None and self._is_pinned(value, seen | {expr.value}) for value in values
             )
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             cls = self.class_of(self.function)
-            values = self.attribute_assignments(cls).get(expr.attr.value) if cls is not None else None
-            return bool(values) and all(self._is_pinned(value, seen) for value in values)
+            assigned = self.attribute_assignments(cls).get(expr.attr.value, []) if cls is not None else []
+            return bool(assigned) and all(self._is_pinned(value, seen) for value in assigned)
         return False
 
     def _assigned_values(self, name: str) -> list[cst.BaseExpression | None] | None:
@@ -430,7 +431,7 @@ class BlockingHostToDevice(Rule):
             return ("parameter", name) if is_parameter else SAME_ORIGIN
         # Every value the name can hold must come from the same origin (`x = x.view(...)` keeps it).
         values = self._assignments_in(func).get(name, [])
-        origins = {("parameter", name)} if is_parameter else set()
+        origins: set[tuple[str, str] | None] = {("parameter", name)} if is_parameter else set()
         origins |= {self._unknown_tensor_origin(v, seen | {name}) if v is not None else None for v in values}
         origins.discard(SAME_ORIGIN)
         return origins.pop() if len(origins) == 1 else None

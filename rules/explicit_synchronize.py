@@ -42,8 +42,11 @@ class ExplicitSynchronize(Rule):
     helper of at most three statements (nested ones included), defined in the same module, that synchronizes the
     device (`self._sync_device()`, vLLM PR #39113's site) is flagged where it is called too:
     high confidence for a function that always synchronizes, medium for a method (a subclass
-    elsewhere may override it) or a conditional synchronize. Helpers from other modules
-    (`current_platform.synchronize()`) are not flagged.
+    elsewhere may override it) or a conditional synchronize. So is a call of a name bound to a
+    device-wide synchronize, in the function or at the module's level (`synchronize =
+    torch.cuda.synchronize if cuda else lambda: None`, then `synchronize()` every step): high
+    when every value bound to it is one, medium when one branch is something else. Helpers from
+    other modules (`current_platform.synchronize()`) are not flagged.
 
     ## Why is this bad?
     The host stops until the GPU has drained the queue (or the stream, or the work before
@@ -139,10 +142,12 @@ class ExplicitSynchronize(Rule):
                     # The host waits for that accelerator, not for a CUDA GPU.
                     self.report(node, message, confidence=Confidence.LOW, because=f"{platform.upper()} code, not CUDA")
                 else:
-                    self.report(node, message, confidence=Confidence.HIGH)
+                    self.report(node, message, confidence=Confidence.HIGH,
+                                because=f"{qual}() is the device-wide synchronize")
             elif owner.startswith("torch.") and owner.rsplit(".", 1)[-1] in STREAM_MAKERS | EVENT_MAKERS:
                 kind = "event" if owner.endswith("Event") else "stream"
-                self.report(node, _message(code, kind), confidence=Confidence.HIGH)
+                self.report(node, _message(code, kind), confidence=Confidence.HIGH,
+                            because=f"{qual}() waits for {_a(kind)}")
             return  # some other module's function: a project's own helper
         found = self._receiver_kind(func.value)
         if found is not None:
@@ -153,7 +158,8 @@ class ExplicitSynchronize(Rule):
         """A call of a small local helper whose job is a device-wide synchronize (`self._sync_device()`)."""
         helper = self.resolve(node.func)
         if helper is None:
-            self._check_named_helper(node)
+            if not self._check_alias(node):
+                self._check_named_helper(node)
             return
         if id(helper) not in self._helpers:
             self._helpers[id(helper)] = self._helper_sync(helper)
@@ -168,6 +174,36 @@ class ExplicitSynchronize(Rule):
             "queued on the device finishes"
         )
         self.report(node, message, confidence=confidence, because=f"{helper.name.value}() calls {inner}")
+
+    def _check_alias(self, node: cst.Call) -> bool:
+        """A call of a name bound to a device-wide synchronize, here or at the module's level:
+        `synchronize = torch.cuda.synchronize if cuda else lambda: None` (high when every value
+        bound to it is one, else medium). Whether it reported."""
+        if not isinstance(node.func, cst.Name):
+            return False
+        name = node.func.value
+        values = self.assignments().get(name) or (self.assignments(self.ctx.module).get(name) if self.function else None)
+        if not values:
+            return False
+        found: list[str] = []
+        always = True
+        for value in values:
+            if value is None:  # bound by a loop, an import, ...: not always a synchronize
+                always = False
+                continue
+            branches = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+            syncs = [q for b in branches if (q := self.qualname(b) or "").rsplit(".", 1)[0] in DEVICE_MODULES
+                     and q.endswith(".synchronize")]
+            found += syncs
+            always = always and len(syncs) == len(branches)
+        if not found:
+            return False
+        message = (f"`{one_line(self.code_of(node))}` calls `{found[0]}`, which blocks the host until all work "
+                   "queued on the device finishes")
+        first = next(v for v in values if v is not None)
+        self.report(node, message, confidence=Confidence.HIGH if always else Confidence.MEDIUM,
+                    because=f"{name} = {one_line(self.code_of(first), 100)}")
+        return True
 
     def _check_named_helper(self, node: cst.Call) -> None:
         """A call of an imported helper named for a device-wide wait (`device_synchronize()`):

@@ -305,11 +305,11 @@ class HostDataToDevice(Rule):
             )
         if flag is None or is_literal_false(flag):
             fix = None
-            if fixable and pinned:  # pinned already: only the flag is missing
+            if pinned_chain is not None and pinned:  # fixable, and pinned already: only the flag is missing
                 fix = self._replacement(call, pinned_chain, Applicability.SAFE, "Add `non_blocking=True`")
             elif fixable:
                 # The helper replaces `torch.tensor(data, dtype=D).to(dev)` when nothing else is said.
-                device_arg = keyword_arg(call, "device") or (positional_args(call) or [None])[0]
+                device_arg = keyword_arg(call, "device") or next(iter(positional_args(call)), None)
                 fits_helper = (
                     device_arg is not None
                     and attr.attr.value == "to"
@@ -407,7 +407,7 @@ class HostDataToDevice(Rule):
             return self._scalar_fix(call, *plan.helper_args)
         kind = self._data_kind(plan.data)
         helper = self._helper(kind) if plan.helper_args is not None else None
-        if helper is not None:
+        if helper is not None and plan.helper_args is not None:
             return self._helper_fix(call, helper, *plan.helper_args)
         if kind is DataKind.PYTHON and plan.pinned is not None:
             return self._replacement(call, plan.pinned, Applicability.SAFE, PINNED_FIX)

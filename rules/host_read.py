@@ -197,6 +197,8 @@ class HostRead(Rule):
         Valid("import torch\nx = torch.zeros(3)\ny = x.cpu()\nz = x.numpy()\nw = x.tolist()\nn = x.sum().item()\n"),
         Valid("import torch\nx = torch.zeros(3, device='cuda')\ny = x.to('cpu', non_blocking=True)\n"),
         Valid("import torch\nt = torch.ones(1, device='cuda')\nif t.item():\n    pass\n"),
+        # Inside a block that ends in `raise`: only on the way to an error.
+        Valid("import torch\nt = torch.ones(4, device='cuda')\nif not ok:\n    bad = t.tolist()\n    raise ValueError(bad)\n"),
         Valid("import torch\nt = torch.ones(1, device='cuda')\nwhile not t.item() or t.item():\n    break\n"),
         Valid("import torch\nx = torch.zeros(3, device='cuda')\nidx = torch.arange(2, device='cuda')\ny = x[idx]\n"),
         Valid("import torch\nx = torch.zeros(8, device='cuda')\nn = x.shape[0]\ny = x[:n]\nz = x[0]\nr = range(len(x))\n"),
@@ -480,13 +482,23 @@ class HostRead(Rule):
             sure = Confidence.MEDIUM if isinstance(receiver, cst.Attribute) else Confidence.LOW
             where = Where(Place.DEVICE, sure, f"`.cpu()` moves {one_line(self.code_of(receiver))} to the host, so it is a tensor, likely on the GPU")
             self._report(call, where, "copies the values to the host")
-        elif method in ("item", "tolist", "cpu") and id(call) not in self._tested_items:
-            self._report_operand(call, receiver, f"copies {'the values' if method != 'item' else 'a value'} to the host")
+        elif method in ("item", "tolist") and id(call) not in self._tested_items:
+            where = self.where_read(receiver)
+            if where.on_device:
+                self._report(call, where, f"copies {'the values' if method != 'item' else 'a value'} to the host")
+        elif method == "cpu":
+            self._report_operand(call, receiver, "copies the values to the host")
         elif method == "numpy" and may_be_true(keyword_arg(call, "force")):
             self._report_operand(call, receiver, "copies the values to the host")
         elif method == "to" and not may_be_true(keyword_arg(call, "non_blocking")):
             if self.where(call).place is Place.HOST_TENSOR and not _to_meta(call):
-                self._report_operand(call, receiver, "is a blocking device-to-host copy")
+                target = keyword_arg(call, "device") or (call.args[0].value if call.args and call.args[0].keyword is None
+                                                         else None)
+                if target is None or isinstance(target, cst.SimpleString) or isinstance(target, cst.Call):
+                    self._report_operand(call, receiver, "is a blocking device-to-host copy")
+                else:  # `.to(device)`: say that this `device` is the host, or it reads as a copy to the GPU
+                    self._report_operand(call, receiver, f"copies the values to `{one_line(self.code_of(target), 40)}`, "
+                                         "which is the CPU here: a blocking device-to-host copy")
         elif method == "type" and call.args and _is_host_tensor_type(self.qualname(call.args[0].value)):
             self._report_operand(call, receiver, "is a blocking device-to-host copy (a CPU tensor type)")
         elif method == "copy_" and call.args and not may_be_true(keyword_arg(call, "non_blocking")):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -360,7 +361,7 @@ class ScalarWriteToDevice(Rule):
     # ---- what the subscript selects ------------------------------------------------------
 
     def _index_kind(self, element: cst.SubscriptElement) -> Index:
-        if isinstance(element.slice, cst.Slice):
+        if not isinstance(element.slice, cst.Index):  # a Slice
             return Index.VIEW
         value = element.slice.value
         if element.slice.star is not None:
@@ -412,7 +413,7 @@ class ScalarWriteToDevice(Rule):
         """The number of dimensions of a tensor made in this function or class, when every
         assignment to it is a factory call with explicit sizes, else None."""
         if isinstance(tensor, cst.Name):
-            made = self._assignments().get(tensor.value, [])
+            made: Sequence[cst.BaseExpression | None] = self._assignments().get(tensor.value, [])
         elif isinstance(tensor, cst.Attribute) and isinstance(tensor.value, cst.Name) and tensor.value.value == "self":
             cls = self.self_class()
             made = self.attribute_assignments(cls).get(tensor.attr.value, []) if cls is not None else []
@@ -461,7 +462,8 @@ class ScalarWriteToDevice(Rule):
         receiver = dotted_name(target.value)
         if receiver is None or any(kind is not Index.INTEGER for kind in kinds):
             return None
-        positions = [element.slice.value for element in target.slice]
+        # (each an Index: the kinds are all INTEGER)
+        positions = [element.slice.value for element in target.slice if isinstance(element.slice, cst.Index)]
         if any(self.where(position).place is not Place.HOST for position in positions):
             return None  # a device scalar in a host list would be copied back one by one
         bound = set(self.assignments(loop))  # names the loop rebinds, its own target included
@@ -525,7 +527,7 @@ class ScalarWriteToDevice(Rule):
 class _Replace(cst.CSTTransformer):
     """Replaces one statement line by several."""
 
-    def __init__(self, line: cst.SimpleStatementLine, replacement: list[cst.BaseStatement]) -> None:
+    def __init__(self, line: cst.SimpleStatementLine, replacement: Sequence[cst.BaseStatement]) -> None:
         super().__init__()
         self.line = line
         self.replacement = replacement

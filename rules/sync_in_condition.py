@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from synclint.model import Applicability, Confidence
 from synclint.patterns import bool_operands, logical_nodes, statements_code, tensor_phrase
 from synclint.rule import Invalid, Replacement, Rule, Valid
-from synclint.syntax import find_all, method_call
+from synclint.syntax import find_all, method_call, parameter
 
 GUARDED_CLAMP = """import torch
 
@@ -74,6 +76,9 @@ class SyncInCondition(Rule):
         Valid("import torch\nx = torch.zeros(3, device='cuda')\nif x is not None and x.shape[0] > 0:\n    pass\n"),
         Valid("import torch\nx = torch.zeros(3)\nif x.any():\n    pass\n"),
         Valid("def launch(args):\n    if args.multi_gpu:\n        return 'torchrun'\n"),  # a flag named like a GPU tensor
+        # `if mask:` of an optional tensor is a None check (a tensor of many elements has no truth value).
+        Valid("import torch\nclass M(torch.nn.Module):\n    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None):\n"
+              "        if mask:\n            x = x * mask\n        return x\n"),
         # A name that asks a yes/no question about the device is a flag, not a tensor on it.
         Valid(
             "import torch\nfrom vllm.platforms import current_platform\nclass TopK(torch.nn.Module):\n"
@@ -156,9 +161,11 @@ class SyncInCondition(Rule):
         if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or)):
             return None
         checked = {self._overflow_check_target(test.left), self._overflow_check_target(test.right)}
-        if len(checked) != 1 or None in checked:
+        if len(checked) != 1:
             return None
         (target,) = checked
+        if target is None:
+            return None
         body = node.body.body
         if any(find_all(stmt, cst.Return, cst.Raise, cst.Break, cst.Continue) for stmt in body):
             return None
@@ -195,7 +202,7 @@ class SyncInCondition(Rule):
 
     def _check_operand(self, operand: cst.BaseExpression, fix: Replacement | None = None) -> None:
         item = method_call(operand, "item")
-        where = self.where(item.value if item is not None else operand)
+        where = self.where_read(item.value) if item is not None else self.where(operand)
         if not where.on_device:
             return
         text = self.code_of(operand)
@@ -203,4 +210,22 @@ class SyncInCondition(Rule):
             message = f"`{text}` copies a GPU value to the host to test it; the host waits for the GPU"
         else:
             message = f"`{text}` {tensor_phrase(where)}, used as a Python bool; the host waits for the GPU"
+            if where.confidence < Confidence.HIGH and self._may_be_none(operand):
+                # `if mask:` of an optional tensor is a None check: the truth value of a tensor of
+                # more than one element raises, so code that works tests it for None.
+                why = f"{where.because}; but `{text}` may be None, and `if {text}:` reads as a None check"
+                where = replace(where, confidence=Confidence.LOW, because=why)
         self.report_where(operand, message, where, fix=fix)
+
+    def _may_be_none(self, operand: cst.BaseExpression) -> bool:
+        """Whether `operand` is a parameter that defaults to None or is annotated optional."""
+        func = self.function
+        if not isinstance(operand, cst.Name) or func is None:
+            return False
+        param = parameter(func, operand.value)
+        if param is None:
+            return False
+        if isinstance(param.default, cst.Name) and param.default.value == "None":
+            return True
+        annotation = self.code_of(param.annotation.annotation) if param.annotation is not None else ""
+        return "Optional" in annotation or "None" in annotation

@@ -141,6 +141,13 @@ class SyncProperty(Rule):
             "        return self.lens.to('cpu', non_blocking=True)\n\n\ndef f(batch: Batch):\n"
             "    return batch.lens_cpu\n"
         ),
+        # A property named like a common method: `x.size(0)` calls a method of another object.
+        Valid(
+            "import torch\n\n\nclass Batch:\n    def __init__(self):\n"
+            "        self.lens = torch.zeros(4, device='cuda')\n\n    @property\n    def size(self):\n"
+            "        return int(self.lens.sum().item())\n\n\ndef f(x, mesh):\n"
+            "    return x.size(0) + mesh.size()\n"
+        ),
     ]
     INVALID = [
         Invalid(SEED_BEFORE, count=1, confidence=Confidence.MEDIUM),
@@ -197,6 +204,12 @@ class SyncProperty(Rule):
 
     def visit_AsName(self, node: cst.AsName) -> None:
         self._mark_stores(node.name)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # `x.size(...)` calls a method: a property is read, not called (a property that returns
+        # a function is no sync when read). So a project's `size` property is not every `.size()`.
+        if isinstance(node.func, cst.Attribute):
+            self._stores.add(id(node.func))
 
     def _mark_stores(self, target: cst.BaseExpression) -> None:
         if isinstance(target, cst.Attribute):

@@ -172,8 +172,8 @@ class UnsynchronizedDeviceToHost(Rule):
     def _bind(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
         names = {name for name in map(dotted_name, targets) if name is not None}
         pending = self._pending[-1]
-        for copy in pending:  # a rebound name no longer sees the copy's memory
-            copy.names -= names
+        for earlier in pending:  # a rebound name no longer sees the copy's memory
+            earlier.names -= names
         pending[:] = [copy for copy in pending if copy.names]
         if not names:
             return
@@ -195,7 +195,7 @@ class UnsynchronizedDeviceToHost(Rule):
     def _nonblocking_to_host(self, call: cst.BaseExpression) -> Where | None:
         """For `x.to(<host>, non_blocking=True)` with `x` on the GPU: where `x` lives."""
         func = method_call(call, "to")
-        if func is None or not is_literal_true(keyword_arg(call, "non_blocking")):
+        if func is None or not isinstance(call, cst.Call) or not is_literal_true(keyword_arg(call, "non_blocking")):
             return None
         source = self.where(func.value)
         if not source.on_device or self.where(call).place is not Place.HOST_TENSOR:

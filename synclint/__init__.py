@@ -23,6 +23,7 @@ def _checkout_rules() -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("synclint.rules", init, submodule_search_locations=[folder])
+    assert spec is not None and spec.loader is not None  # (a .py file always has a spec with a loader)
     module = importlib.util.module_from_spec(spec)
     sys.modules["synclint.rules"] = module
     globals()["rules"] = module

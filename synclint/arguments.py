@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from synclint import __version__
 
-SUBCOMMANDS = ("check", "rules", "rule", "verify", "clean", "server")
+SUBCOMMANDS = ("check", "rules", "rule", "verify", "trace", "clean", "server")
 
 
 class UsageError(Exception):
@@ -21,7 +21,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # exit 2 with one clear line, as argparse does, but no usage dump
+    def error(self, message: str) -> NoReturn:  # exit 2 with one clear line, as argparse does, but no usage dump
         raise UsageError(message)
 
 
@@ -79,7 +79,7 @@ CHECK_OPTIONS: tuple[Option, ...] = (
     _option("--output-format", choices=("text", "concise", "json", "sarif", "github"),
             help="text marks the source line; json is ruff's shape; sarif is SARIF 2.1.0; github prints annotations"),
     _option("--output-file", "-o", help="write the report to this file", type=Path, metavar="FILE"),
-    _option("--statistics", help="print counts per rule instead of each finding", action="store_true"),
+    _option("--statistics", help="print counts per rule, split by context, instead of each finding", action="store_true"),
     _option("--quiet", "-q", action="store_true",
             help="print the findings only: no progress, no summary line"),
     _option("--exit-zero", help="exit 0 even when there are findings", action="store_true"),
@@ -93,7 +93,8 @@ CHECK_OPTIONS: tuple[Option, ...] = (
             help="record the current findings in FILE, to use with --baseline"),
     _option("--add-noqa", help="add `# noqa: CODE` to the line of every finding", action="store_true"),
     _option("--runtime-report", type=Path, metavar="FILE",
-            help="a `pytest --sync-report` file: mark findings the run confirmed, list syncs no rule found"),
+            help="a sync report (`synclint trace --report`, `pytest --sync-report`): findings the run confirmed "
+                 "first, by measured wait; syncs no rule found"),
     _option("--no-project-analysis", action="store_true",
             help="check each file alone: do not index the packages of the checked files"),
     _option("--no-cache", help="check every file again; read and write no cache", action="store_true"),
@@ -101,6 +102,54 @@ CHECK_OPTIONS: tuple[Option, ...] = (
             help="where results are cached (default: .synclint_cache in the project root)"),
     _option("--jobs", "-j", help="worker processes (default: the CPU count)", type=int, default=None, metavar="N"),
     _option("--debug", help="show tracebacks of internal errors", action="store_true"),
+)
+
+
+def warmup(text: str) -> tuple[int, float]:
+    """`--skip-first`: `200` (syncs) -> (200, 0.0); `5s` or `2.5s` (seconds) -> (0, 5.0)."""
+    try:
+        if text.endswith("s"):
+            seconds = float(text[:-1])
+            if seconds >= 0:
+                return 0, seconds
+        elif int(text) >= 0:
+            return int(text), 0.0
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"expected a number of syncs (200) or of seconds (5s), not {text!r}")
+
+
+def _positive(kind: type):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, not {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+TRACE_OPTIONS: tuple[Option, ...] = (
+    _option("--report", type=Path, metavar="FILE",
+            help="write the sync sites, counts and waits as JSON (the schema `check --runtime-report` reads)"),
+    _option("--skip-first", type=warmup, metavar="N[s]", default=(0, 0.0),
+            help="record nothing during the warm-up: the first N syncs, or the first N seconds"),
+    _option("--max-steps", type=_positive(int), metavar="N",
+            help="stop the program once its busiest sync site has synced N times after the warm-up"),
+    _option("--max-seconds", type=_positive(float), metavar="S", help="stop the program S seconds after it started"),
+    _option("--source", type=Path, action="append", metavar="DIR",
+            help="count only the files under DIR as your code (repeatable; default: every file outside the standard "
+                 "library, site-packages, torch and synclint)"),
+    _option("--device", choices=("auto", "cuda", "cpu"), default="auto",
+            help="cuda: CUDA's sync debug mode, timed; cpu: the simulation, counts only (default: cuda if available)"),
+    _option("--no-times", action="store_true",
+            help="on CUDA, count the syncs without timing each torch call (less overhead; no waits)"),
+    _option("--no-check", action="store_true",
+            help="leave out the static findings beside the sites (no `synclint check` of their files)"),
 )
 
 
@@ -122,7 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     from synclint.verify.command import add_arguments  # no torch: that is imported when verify runs
 
     add_arguments(sub.add_parser("verify", help="run the fixture kernels before and after the fixer (needs torch)"))
-    server = sub.add_parser("server", help="run the language server over stdin/stdout (needs synclint[server])")
+    trace = sub.add_parser("trace", help="run a program and rank its syncs by the time the host waited (needs torch)",
+                           usage="synclint trace [options] -- python script.py [args...]")
+    for option in TRACE_OPTIONS:
+        trace.add_argument(*option.flags, help=option.help, **option.settings)
+    server = sub.add_parser("server", help="run the language server over stdin/stdout (needs the server extra)")
     server.add_argument("--cache-dir", type=Path, metavar="DIR",
                         help="the cache to read and fill (default: as `check` run from the workspace folder uses)")
     server.add_argument("--jobs", "-j", type=int, default=None, metavar="N",

@@ -12,6 +12,10 @@ its entries when the old path no longer exists and the code and text match.
 
 Paths are stored relative to the baseline file's folder, so the file works from any working
 directory and on any checkout of the project.
+
+A run sees only the files it checked (pre-commit passes the staged ones): only the entries of
+those files, and of files gone from the folders it walked, can be stale (`Scope`), and writing
+the baseline of some files keeps the entries of the others.
 """
 
 from __future__ import annotations
@@ -54,10 +58,43 @@ def _key(finding: Finding, cwd: Path, folder: Path) -> Key:
     return finding.code, _relative(finding.filename, cwd, folder), normalise(finding.source_line)
 
 
-def write_baseline(path: Path, findings: list[Finding], cwd: Path) -> int:
-    """Record `findings` in `path` (atomically); returns how many were recorded."""
+@dataclass(frozen=True)
+class Scope:
+    """What a run looked at: the files it checked, and the folders it was given to walk. A
+    baseline entry is the run's to judge when its file was checked, or no longer exists under
+    one of those folders (deleted, or moved: see `Baseline.filter`)."""
+
+    files: frozenset[str]  # real paths (the baseline's folder is resolved: a symlinked cwd must match it)
+    folders: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, checked: list[str], paths: list[Path], cwd: Path) -> "Scope":
+        """The scope of a run from `cwd` that checked the files `checked` (as shown) of `paths`."""
+        folders = tuple(os.path.realpath(cwd / p) for p in paths if (cwd / p).is_dir())
+        return cls(frozenset(os.path.realpath(cwd / name) for name in checked), folders)
+
+    def covers(self, path: Path) -> bool:
+        name = os.path.realpath(path)
+        if name in self.files:
+            return True
+        return not path.exists() and any(name.startswith(folder.rstrip(os.sep) + os.sep) for folder in self.folders)
+
+
+def write_baseline(path: Path, findings: list[Finding], cwd: Path, scope: Scope | None = None) -> tuple[int, int]:
+    """Record `findings` in `path` (atomically): how many were recorded, and how many entries of
+    the baseline already there were kept, those of files outside `scope` (None: none kept)."""
     folder = path.resolve().parent
     counts = Counter(_key(f, cwd, folder) for f in findings if f.code not in PROBLEM_CODES)
+    kept = 0
+    if scope is not None and path.exists():
+        try:
+            before = Baseline.load(path)
+        except BaselineError:
+            before = None  # not a baseline: written over, as without one
+        for key, n in (before.counts.items() if before is not None else ()):
+            if not scope.covers(folder / key[1]):
+                counts[key] += n
+                kept += n
     entries = [
         {"code": code, "path": rel, "line": text, "count": n} for (code, rel, text), n in sorted(counts.items())
     ]
@@ -68,7 +105,7 @@ def write_baseline(path: Path, findings: list[Finding], cwd: Path) -> int:
         os.replace(tmp, path)
     except OSError as exc:
         raise BaselineError(f"{path}: cannot write the baseline: {exc.strerror or exc}") from None
-    return sum(counts.values())
+    return sum(counts.values()) - kept, kept
 
 
 @dataclass
@@ -99,8 +136,9 @@ class Baseline:
                 raise BaselineError(f"{path}: malformed entry {entry!r}") from None
         return cls(path, counts)
 
-    def filter(self, findings: list[Finding], cwd: Path) -> tuple[list[Finding], int]:
-        """The findings the baseline does not cover, and how many of its entries matched nothing (stale)."""
+    def filter(self, findings: list[Finding], cwd: Path, scope: Scope | None = None) -> tuple[list[Finding], int]:
+        """The findings the baseline does not cover, and how many of its entries matched nothing
+        (stale): of those, only the entries `scope` covers count (None: all of them)."""
         folder = self.path.resolve().parent
         left = Counter(self.counts)
         new: list[Finding] = []
@@ -126,4 +164,4 @@ class Baseline:
             else:
                 new.append(finding)
         new.sort(key=lambda f: f.sort_key)
-        return new, sum(n for n in left.values() if n > 0)
+        return new, sum(n for key, n in left.items() if n > 0 and (scope is None or scope.covers(folder / key[1])))

@@ -1,4 +1,4 @@
-"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`, `server`.
+"""The `synclint` command: `check` (the default), `rules`, `rule CODE`, `verify`, `trace`, `server`.
 
 Exit codes, as ruff: 0 no findings, 1 findings, 2 usage, configuration or internal error.
 """
@@ -11,8 +11,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from synclint.arguments import SUBCOMMANDS, UsageError, build_parser
+
+if TYPE_CHECKING:
+    from synclint.runtime import RuntimeSite
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -39,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "check")  # `synclint models/` reads as `synclint check models/`
     try:
+        program = None
+        if argv[0] == "trace" and not {"-h", "--help"} & set(argv[: argv.index("--") if "--" in argv else None]):
+            if "--" not in argv:
+                raise UsageError("synclint trace needs `--` before the program: "
+                                 "synclint trace [options] -- python script.py [args...]")
+            argv, program = argv[: argv.index("--")], argv[argv.index("--") + 1:]
         args = build_parser().parse_args(argv)
         if args.command == "rules":
             return cmd_rules()
@@ -50,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
             from synclint.verify.command import run
 
             return run(args)
+        if args.command == "trace":
+            from synclint.trace.command import run as run_trace
+
+            return run_trace(args, program or [])
         if args.command == "server":
             return cmd_server(args)
         return cmd_check(args, argv)
@@ -164,7 +178,7 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
     """The check itself; the folders and files its output depends on are added to `read`, with
     the signatures the run already took of some of them."""
     from synclint.config import ConfigError, SettingsResolver
-    from synclint.progress import Progress, wanted
+    from synclint.progress import Progress, display
     from synclint.runner import Mode, run_paths, run_stdin
 
     stdin = [str(p) for p in args.paths] == ["-"]
@@ -179,9 +193,7 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
             data = sys.stdin.buffer.read()
             run = run_stdin(data, args.stdin_filename, resolver, mode, cwd)
         else:
-            shown = wanted(quiet=args.quiet, output_format=settings.output_format,
-                           output_file=args.output_file is not None and not args.diff)
-            with Progress(shown) as progress:  # erased before anything else is printed
+            with Progress(display(quiet=args.quiet)) as progress:  # erased before anything else is printed
                 run = run_paths(args.paths or [Path(".")], resolver, mode, jobs=args.jobs,
                                 force_exclude=args.force_exclude, cwd=cwd, cache=_cache(args, settings),
                                 progress=progress)
@@ -195,6 +207,9 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         read[2].update(run.signatures)
     for warning in run.warnings:
         print(f"synclint: warning: {warning}", file=sys.stderr)
+    no_files = not stdin and not run.files and not run.problems
+    if no_files and not args.quiet:
+        print("synclint: warning: No Python files found under the given paths", file=sys.stderr)  # as ruff
     if args.diff:
         return _report_diff(run, args)
     if stdin and args.fix:
@@ -203,25 +218,32 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         return _report_add_noqa(run)
     findings = run.findings
     if args.write_baseline is not None:
-        return _write_baseline(args.write_baseline, findings, run, cwd)
+        return _write_baseline(args.write_baseline, findings, run, cwd, _scope(run, args, cwd))
     baseline = args.baseline if args.baseline is not None else settings.baseline
     if baseline is not None:
         from synclint.baseline import Baseline, BaselineError
 
         try:
-            findings, stale = Baseline.load(baseline).filter(findings, cwd)
+            findings, stale = Baseline.load(baseline).filter(findings, cwd, _scope(run, args, cwd))
         except BaselineError as exc:
             print(f"synclint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
         if stale:
             print(f"synclint: {stale} baseline entr{'ies' if stale != 1 else 'y'} no longer found (fixed or "
-                  f"changed); shrink {baseline} with --write-baseline", file=sys.stderr)
-    missed = []
-    if args.runtime_report is not None:
+                  f"changed); shrink {_shown(baseline, cwd)} with --write-baseline", file=sys.stderr)
+    missed: list[RuntimeSite] = []
+    runtime_report = args.runtime_report
+    if runtime_report is None and settings.runtime_report is not None:
+        runtime_report = settings.runtime_report
+        if not runtime_report.exists():  # configured before any run wrote it: nothing measured yet
+            print(f"synclint: warning: runtime-report {runtime_report} does not exist (yet): no measured syncs",
+                  file=sys.stderr)
+            runtime_report = None
+    if runtime_report is not None:
         from synclint.runtime import RuntimeReportError, confirm, load_sites
 
         try:
-            findings, missed = confirm(findings, load_sites(args.runtime_report), cwd)
+            findings, missed = confirm(findings, load_sites(runtime_report), cwd)
         except RuntimeReportError as exc:
             print(f"synclint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
@@ -242,16 +264,19 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
             from synclint.report.text import Outcome
 
             color = False if close else None
-            outcome = Outcome(run.hidden_tests, len(run.problems), args.quiet)
+            outcome = Outcome(run.hidden_tests, len(run.problems), args.quiet, no_files)
             render(settings.output_format, findings, stream, color=color, rules=settings.enabled_rules(),
                    outcome=outcome)
     finally:
         if close:
             stream.close()
     if missed:
+        from synclint.runtime import format_wait
+
         print(f"synclint: {len(missed)} sync site(s) seen at runtime that no rule found:", file=sys.stderr)
         for site in missed:
-            print(f"  {site.shown(cwd)}: {site.op} ({site.count}x)", file=sys.stderr)
+            waited = "" if site.wait_s is None else f", {format_wait(site.wait_s)} waited"
+            print(f"  {site.shown(cwd)}: {site.op} ({site.count}x{waited})", file=sys.stderr)
     if args.fix and not args.quiet:
         _print_fix_summary(run, findings)
     for problem in run.problems:
@@ -307,15 +332,31 @@ def _report_add_noqa(run) -> int:
     return EXIT_ERROR if run.problems else EXIT_CLEAN
 
 
-def _write_baseline(path: Path, findings, run, cwd: Path) -> int:
+def _scope(run, args: argparse.Namespace, cwd: Path):
+    """The baseline entries this run may judge: those of the files it checked (synclint.baseline.Scope)."""
+    from synclint.baseline import Scope
+
+    return Scope.of([item.result.path for item in run.files], args.paths or [Path(".")], cwd)
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    """A path as the messages show it: relative to the working directory when it is below it."""
+    try:
+        return os.fspath(path.relative_to(cwd)) if path.is_absolute() else os.fspath(path)
+    except ValueError:
+        return os.fspath(path)
+
+
+def _write_baseline(path: Path, findings, run, cwd: Path, scope) -> int:
     from synclint.baseline import BaselineError, write_baseline
 
     try:
-        count = write_baseline(path, findings, cwd)
+        count, kept = write_baseline(path, findings, cwd, scope)
     except BaselineError as exc:
         print(f"synclint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    print(f"Wrote {count} finding{'s' if count != 1 else ''} to {path}.", file=sys.stderr)
+    others = f" (and kept {kept} of files this run did not check)" if kept else ""
+    print(f"Wrote {count} finding{'s' if count != 1 else ''} to {path}{others}.", file=sys.stderr)
     for problem in run.problems:
         print(f"synclint: error: {problem}", file=sys.stderr)
     return EXIT_ERROR if run.problems else EXIT_CLEAN

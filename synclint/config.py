@@ -6,6 +6,7 @@ names the key and the file. Command-line options override the file.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import functools
 import os
@@ -32,7 +33,7 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class Key:
     type: type | tuple[type, ...]
-    element: type | None = None  # for lists and dict values
+    element: builtins.type | None = None  # for lists and dict values (`type` here: the field above)
     help: str = ""
 
 
@@ -57,6 +58,8 @@ CORE_KEYS: dict[str, Key] = {
     "max-file-size": Key(int, None, "skip files larger than this many bytes, with a warning (0: no limit)"),
     "baseline": Key(str, None, "a baseline file (see --write-baseline): report only findings not in it"),
     "project-analysis": Key(bool, None, "follow syncs across files: properties, helpers, returns (see SYNC112)"),
+    "runtime-report": Key(str, None, "a sync report (`synclint trace --report`, `pytest --sync-report`): "
+                                     "findings it confirms ranked by measured wait, in `check` and the editor"),
     "line-length": Key(int, None, "the longest line a fix writes; a longer one is broken as black and ruff format "
                                   "break it (default: `line-length` of [tool.ruff] or [tool.black], else 88)"),
 }
@@ -101,6 +104,7 @@ class Settings:
     max_file_size: int = 2_000_000
     # Index the packages of the checked files and follow syncs through calls and properties.
     project_analysis: bool = True
+    runtime_report: Path | None = None
     # The longest line a fix writes: `line-length`, else the formatter's (`formatter_line_length`).
     line_length: int | None = None
     rules: tuple[type[Rule], ...] = field(default=(), compare=False)  # every known rule
@@ -357,6 +361,8 @@ def _apply_core(settings: Settings, key: str, value: Any, where: str) -> Setting
         raise ConfigError(f"{where}: `line-length` must be a number of characters from 1 to {MAX_LINE_LENGTH}, not {value}")
     if key == "baseline":
         return replace(settings, baseline=(settings.root / value) if value else None)
+    if key == "runtime-report":
+        return replace(settings, runtime_report=(settings.root / value) if value else None)
     if isinstance(value, list):
         value = tuple(value)
     return replace(settings, **{attr: value})
@@ -400,7 +406,8 @@ class SettingsResolver:
         folders: set[str] = set()
         files: set[str] = set()
         for settings in [*self._by_config.values(), *([self.fixed] if self.fixed else [])]:
-            files.update(str(path) for path in (settings.source, settings.baseline) if path is not None)
+            files.update(str(path) for path in (settings.source, settings.baseline, settings.runtime_report)
+                         if path is not None)
             for folder in settings.extend_rules:
                 for dirpath, dirnames, filenames in os.walk(folder):
                     folders.add(dirpath)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import cast
 
 import libcst as cst
 from libcst._nodes import op as _op
@@ -27,7 +28,7 @@ from libcst.metadata import CodeRange, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 
-def _no_validation(node: cst.CSTNode) -> None:
+def _no_validation(self: cst.CSTNode) -> None:
     pass
 
 
@@ -86,7 +87,7 @@ def positions_in(module: cst.Module, node: cst.CSTNode, indents: tuple[str, ...]
     )
     state.indent_tokens.extend(indents)
     node._codegen(state)
-    return provider._computed, "".join(state.tokens)
+    return cast("Mapping[cst.CSTNode, CodeRange]", provider._computed), "".join(state.tokens)  # (computed eagerly)
 
 
 def code_at_indent(module: cst.Module, node: cst.CSTNode, indentation: str) -> str:

@@ -1,8 +1,8 @@
 """Documentation generated from the code itself, so it cannot drift.
 
-The README's rule table comes from the rule classes, its option table from the `check`
-options (`arguments.CHECK_OPTIONS`), and its configuration table from `config.CORE_KEYS` and the defaults of `Settings`.
-`python -m synclint.docs` rewrites the three sections between their markers; `test_docs`
+The README's rule table comes from the rule classes, its option tables from the `check` and
+`trace` options (`arguments.CHECK_OPTIONS`, `arguments.TRACE_OPTIONS`), and its configuration table from `config.CORE_KEYS` and the defaults of `Settings`.
+`python -m synclint.docs` rewrites the generated sections between their markers; `test_docs`
 fails when the README is stale.
 """
 
@@ -12,7 +12,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import fields
 
-from synclint.arguments import CHECK_OPTIONS
+from synclint.arguments import CHECK_OPTIONS, TRACE_OPTIONS, Option
 from synclint.registry import all_rules
 
 
@@ -24,9 +24,9 @@ def rule_table() -> str:
     return "\n".join(rows)
 
 
-def option_table() -> str:
+def option_table(options: tuple[Option, ...] = CHECK_OPTIONS) -> str:
     rows = ["| option | meaning |", "|---|---|"]
-    for option in CHECK_OPTIONS:
+    for option in options:
         names = ", ".join(f"`{flag}`" for flag in option.flags)
         if option.takes_value:
             names += f" {option.value_name}"
@@ -64,6 +64,7 @@ def _toml(value) -> str:
 SECTIONS: dict[str, Callable[[], str]] = {
     "rule table": rule_table,
     "option table": option_table,
+    "trace option table": lambda: option_table(TRACE_OPTIONS),
     "configuration table": config_table,
 }
 

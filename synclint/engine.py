@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -33,17 +34,20 @@ from synclint.devices.conventions import (
     other_accelerator,
     other_accelerator_scope,
 )
+from synclint.devices.callers import private_call_sites
 from synclint.devices.lattice import Where
 from synclint.devices.model import DeviceModel
+from synclint.devices.program import required_accelerator
 from synclint.fixlayout import FileLines, fit_edit
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
+from synclint.patterns import one_line
 from synclint.project.facts import ModuleSummary, ProjectFile
 from synclint.project.index import ProjectIndex
 from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
 from synclint.rule import Replacement, Report, Rule, Site
 from synclint.source import DecodeProblem, SourceText, decode, too_complex
-from synclint.syntax import Scope, code_text, dotted_name, interval_of, self_attribute_assignments
+from synclint.syntax import Scope, code_text, dotted_name, interval_of, self_attribute_assignments, statements
 from synclint.traversal import TRIVIA_NAMES, walk
 
 PARSE_ERROR = ("SYNC000", "parse-error")
@@ -67,7 +71,7 @@ class FileResult:
     @property
     def summary(self) -> ModuleSummary | None:
         if isinstance(self.summary_data, bytes):
-            self.summary_data = pickle.loads(self.summary_data)
+            self.summary_data = cast(ModuleSummary, pickle.loads(self.summary_data))
         return self.summary_data
 
     @summary.setter
@@ -95,7 +99,8 @@ class FileContext:
         self.devices = DeviceModel(module, conventions, host_code=is_host_code_path(relpath), project=self.project)
         self.reports: list[tuple[Rule, Report]] = []
         self.in_test_file = is_test_path(relpath)
-        self.other_accelerator = other_accelerator(relpath)
+        self.other_accelerator = other_accelerator(relpath) or required_accelerator(module)
+        self._private_callers: dict[int, list] | None = None  # id(private function) -> its call sites
         self._attribute_assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._accelerators: dict[int, str | None] = {}  # id(function) -> see `accelerator`
         self._steps: dict[int, bool] = {}  # id(function) -> whether its name is a per-step method's
@@ -109,7 +114,7 @@ class FileContext:
         # Per scope: the `if step % interval == 0:` blocks around the node, outermost first.
         self.intervals: list[tuple[cst.If, ...]] = [()]
         # Per scope: the comprehensions around the node being visited, outermost first.
-        self.comprehensions: list[tuple[cst.CSTNode, ...]] = [()]
+        self.comprehensions: list[tuple[cst.BaseComp, ...]] = [()]
         self.allowed_depth = 0
         self.blocks: list[cst.IndentedBlock] = []
 
@@ -118,7 +123,7 @@ class FileContext:
         default = self.module.default_indent
         return "".join(default if block.indent is None else block.indent for block in self.blocks)
 
-    def assignments(self, scope: Scope) -> dict[str, list[cst.BaseExpression | None]]:
+    def assignments(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
         """`syntax.local_assignments(scope)`, found once per file for the device model and every
         rule that asks (each walks the whole scope). Shared: read it, do not change it."""
         return self.devices.local_values(scope)
@@ -133,6 +138,10 @@ class FileContext:
     def where(self, expr: cst.BaseExpression) -> Where:
         stmt = self.statements[-1] if self.statements else None
         return self.devices.where(expr, self.scopes[-1], stmt, self.comprehensions[-1])
+
+    def where_read(self, expr: cst.BaseExpression) -> Where:
+        stmt = self.statements[-1] if self.statements else None
+        return self.devices.where_read(expr, self.scopes[-1], stmt, self.comprehensions[-1])
 
     def current_function(self) -> cst.FunctionDef | None:
         scope = self.scopes[-1]
@@ -175,23 +184,45 @@ class FileContext:
         intervals = self.intervals[-1]
         return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1],
                     self.devices.platform_at(self.scopes[-1], stmt),
-                    code_text(interval_of(intervals[-1].test), 40) if intervals else None)
+                    # (an if is kept in `intervals` only when its test has a period: on_visit_attribute)
+                    code_text(cast(cst.BaseExpression, interval_of(intervals[-1].test)), 40) if intervals else None)
 
     def accelerator(self, scope: Scope) -> str | None:
-        """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path
-        or by the names of its class and functions (None: CUDA, as far as names tell)."""
+        """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path or
+        the packages it must import, by the names of its class and functions, or, for a private
+        helper, by its callers: every call of it in the file is code for that platform (None:
+        CUDA, as far as these tell)."""
         if self.other_accelerator is not None or not isinstance(scope, cst.FunctionDef):
             return self.other_accelerator
         key = id(scope)
         if key not in self._accelerators:
+            self._accelerators[key] = None  # (a helper calling itself, meanwhile)
             names: list[str] = []
             func: cst.FunctionDef | None = scope
             while func is not None:
                 names.insert(0, func.name.value)
                 func = self.devices.symbols.enclosing.get(id(func))
             cls = self.devices.symbols.self_class(scope)
-            self._accelerators[key] = other_accelerator_scope(names, cls.name.value if cls is not None else None)
+            self._accelerators[key] = (other_accelerator_scope(names, cls.name.value if cls is not None else None)
+                                       or self._callers_accelerator(scope))
         return self._accelerators[key]
+
+    def _callers_accelerator(self, func: cst.FunctionDef) -> str | None:
+        """The platform of every call of the private module-level function `func` in the file, if
+        they share one (composer's `_object_to_tensor`, called only by `all_gather_object_list_hpu`)."""
+        if not func.name.value.startswith("_") or func.name.value.startswith("__"):
+            return None
+        if self._private_callers is None:
+            names = {node.name.value for node in self.module.body
+                     if isinstance(node, cst.FunctionDef) and node.name.value.startswith("_")}
+            self._private_callers = {id(f): sites for f, sites in private_call_sites(self.module, names)} if names else {}
+        platforms = set()
+        for call, scope, statement in self._private_callers.get(id(func), []):
+            platform = self.devices.platform_at(scope, statement) or self.accelerator(scope)
+            if platform is None:
+                return None
+            platforms.add(platform)
+        return platforms.pop() if len(platforms) == 1 else None
 
     def host_side_class(self, scope: Scope) -> str | None:
         """The name of the class holding `scope` when it names one that prepares a model's
@@ -217,7 +248,7 @@ class FileContext:
         return tuple(found)
 
 
-LOOP_BODIES = {
+LOOP_BODIES: dict[type, tuple[str, ...]] = {
     cst.For: ("body",),
     cst.While: ("body",),
     cst.ListComp: ("elt",),
@@ -228,17 +259,17 @@ LOOP_BODIES = {
 }
 # Code that runs only on the way to an error: an assert's message, what a `raise` raises. A sync
 # there costs nothing in a run that works (`assert x.shape == y.shape, f"{x}"`).
-ERROR_PATHS = {
+ERROR_PATHS: dict[type, tuple[str, ...]] = {
     cst.Assert: ("msg",),
     cst.Raise: ("exc", "cause"),
 }
 # The fields the batched visitor is told of when it enters and leaves them (an `if`'s body:
 # whether it runs once every so many steps, `interval_of`).
-ATTRIBUTE_HOOKS = {**LOOP_BODIES, **ERROR_PATHS, cst.If: ("body",)}
+ATTRIBUTE_HOOKS: dict[type, tuple[str, ...]] = {**LOOP_BODIES, **ERROR_PATHS, cst.If: ("body",)}
 
 
 @functools.lru_cache(maxsize=None)
-def _callback_names(rule: type[Rule]) -> tuple[str, ...]:
+def _callback_names(rule: type[Rule | CallRecorder]) -> tuple[str, ...]:
     """A rule class's `visit_<Node>` and `leave_<Node>` methods, in `dir` order."""
     return tuple(
         attr for attr in dir(rule) if attr.startswith(("visit_", "leave_")) and attr.count("_") == 1
@@ -270,13 +301,13 @@ class BatchedVisitor(cst.CSTVisitor):
     tested per node (`isinstance` against libcst's abstract classes is slow).
     """
 
-    def __init__(self, ctx: FileContext, rules: list[Rule]) -> None:
+    def __init__(self, ctx: FileContext, rules: list[Rule | CallRecorder]) -> None:
         super().__init__()
         self.ctx = ctx
         self.visitors: dict[str, list] = defaultdict(list)
         self.leavers: dict[str, list] = defaultdict(list)
         for rule in rules:
-            for attr in _callback_names(type(rule)):
+            for attr in _callback_names(type(rule)):  # type: ignore[arg-type]  # a class is Hashable: python/mypy#11470
                 if attr.startswith("visit_"):
                     self.visitors[attr[6:]].append(getattr(rule, attr))
                 else:
@@ -314,9 +345,9 @@ class BatchedVisitor(cst.CSTVisitor):
             if kind & _STATEMENT:
                 ctx.statements.append(node)
             if kind & _BLOCK:
-                ctx.blocks.append(node)
+                ctx.blocks.append(cast(cst.IndentedBlock, node))  # the kinds: what `_kind` found of its class
             elif kind & _FUNCTION:
-                ctx.scopes.append(node)
+                ctx.scopes.append(cast(cst.FunctionDef, node))
                 ctx.scope_blocks.append(len(ctx.blocks))
                 ctx.scope_statements.append(None)
                 self._statement_depths.append(self._depth + 2)  # FunctionDef > IndentedBlock > statement
@@ -324,8 +355,8 @@ class BatchedVisitor(cst.CSTVisitor):
                 ctx.intervals.append(())
                 ctx.comprehensions.append(())
             elif kind & _COMPREHENSION:
-                ctx.comprehensions[-1] = (*ctx.comprehensions[-1], node)
-            elif kind & _WITH and self._allows_sync(node):
+                ctx.comprehensions[-1] = (*ctx.comprehensions[-1], cast(cst.BaseComp, node))
+            elif kind & _WITH and self._allows_sync(cast(cst.With, node)):
                 ctx.allowed_depth += 1
         try:
             for callback in visitors:
@@ -361,7 +392,7 @@ class BatchedVisitor(cst.CSTVisitor):
                 ctx.comprehensions.pop()
             elif kind & _COMPREHENSION:
                 ctx.comprehensions[-1] = ctx.comprehensions[-1][:-1]
-            elif kind & _WITH and self._allows_sync(original_node):
+            elif kind & _WITH and self._allows_sync(cast(cst.With, original_node)):
                 ctx.allowed_depth -= 1
             if kind & _STATEMENT:
                 ctx.statements.pop()
@@ -372,6 +403,8 @@ class BatchedVisitor(cst.CSTVisitor):
         elif type(node) is cst.If and attribute == "body":
             if interval_of(node.test) is not None:
                 self.ctx.intervals[-1] = (*self.ctx.intervals[-1], node)
+            if _ends_in_raise(node.body):
+                self.ctx.allowed_depth += 1  # `if bad: <describe it>; raise ...`: on the way to an error
         elif attribute in ERROR_PATHS.get(type(node), ()):
             self.ctx.allowed_depth += 1  # reported nowhere, counted in no chain: as `with gpu_sync_allowed():`
 
@@ -381,6 +414,8 @@ class BatchedVisitor(cst.CSTVisitor):
         elif type(original_node) is cst.If and attribute == "body":
             if self.ctx.intervals[-1] and self.ctx.intervals[-1][-1] is original_node:
                 self.ctx.intervals[-1] = self.ctx.intervals[-1][:-1]
+            if _ends_in_raise(original_node.body):
+                self.ctx.allowed_depth -= 1
         elif attribute in ERROR_PATHS.get(type(original_node), ()):
             self.ctx.allowed_depth -= 1
 
@@ -392,6 +427,17 @@ class BatchedVisitor(cst.CSTVisitor):
             if name is not None and name.rsplit(".", 1)[-1] in allowed:
                 return True
         return False
+
+
+def _ends_in_raise(body: cst.BaseSuite) -> bool:
+    """Whether a block's last statement raises: the block runs only on the way to an error (the
+    test that chose it still runs every time, and is checked as usual)."""
+    last = statements(body)[-1:]
+    if not last:
+        return False
+    stmt = last[0]
+    small = stmt.body[-1] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else stmt
+    return isinstance(small, cst.Raise)
 
 
 def rules_for_text(text: str, rules: list[type[Rule]]) -> list[type[Rule]]:
@@ -486,7 +532,7 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
             end_location=Location(span.end.line, span.end.column + 1),
             confidence=report.confidence,
             context=report.context,
-            because=report.because,
+            because=_one_line(report.because),
             fix=_to_fix(ctx.module, positions, report.fix, report.indentation, layout, ctx.settings.fix_line_length)
             if report.fix is not None else None,
             noqa_row=row,
@@ -495,6 +541,13 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
         key = (finding.code, row, finding.location.column, finding.end_location, finding.confidence, finding.context)
         findings.setdefault(key, finding)
     return sorted(findings.values(), key=lambda f: f.sort_key)
+
+
+def _one_line(because: str | None) -> str | None:
+    """A `because` as one line (it may quote code that spans several): a report line holds it."""
+    if because is None or ("\n" not in because and "\r" not in because):
+        return because
+    return one_line(because, limit=len(because))
 
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # what libcst's position provider counts as a line break
@@ -603,7 +656,7 @@ def problem_finding(code_name: tuple[str, str], relpath: str, message: str, row:
                     line: str = "") -> Finding:
     code, name = code_name
     return Finding(code, name, message, relpath, Location(row, column), Location(row, column + 1),
-                   Confidence.HIGH, "code", None, None, row, line)
+                   Confidence.HIGH, "code", None, None, row, source_line=line)
 
 
 def _syntax_error(text: str, relpath: str, exc: cst.ParserSyntaxError) -> Finding:

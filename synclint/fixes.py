@@ -125,10 +125,10 @@ def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
             if fix is None or (fix.applicability is Applicability.UNSAFE and not unsafe):
                 continue
             # Several findings may share one fix (both operands of a guarded clamp): apply it once.
-            if any(other.fix.edits == fix.edits for other in chosen):
+            if any(other.fix is not None and other.fix.edits == fix.edits for other in chosen):
                 chosen.append(finding)
                 continue
-            if any(_overlaps(_span(fix), _span(other.fix)) for other in chosen):
+            if any(other.fix is not None and _overlaps(_span(fix), _span(other.fix)) for other in chosen):
                 continue
             chosen.append(finding)
         if not chosen:

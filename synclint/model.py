@@ -93,7 +93,15 @@ class Finding:
     fix: Fix | None = None
     noqa_row: int | None = None
     runtime_syncs: int | None = None  # with --runtime-report: syncs a test run saw on these lines
+    runtime_wait_s: float | None = None  # with --runtime-report from a timed run: the host's wait there, in seconds
     source_line: str = field(default="", compare=False)
+
+    def explained(self) -> str:
+        """The message and why synclint believes it (`because`, with the confidence) on a second
+        line: what the editor, SARIF results and GitHub annotations show."""
+        if self.because:
+            return f"{self.message}\nbecause: {self.because} ({self.confidence} confidence)"
+        return self.message
 
     @property
     def sort_key(self) -> tuple:

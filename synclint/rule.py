@@ -134,6 +134,7 @@ class RuleContext(Protocol):
     reports: list[tuple["Rule", "Report"]]
 
     def where(self, expr: cst.BaseExpression) -> "Where": ...
+    def where_read(self, expr: cst.BaseExpression) -> "Where": ...
     def site(self) -> Site: ...
     def context(self) -> str: ...
     def may_repeat(self) -> bool: ...
@@ -170,6 +171,11 @@ class Rule:
     def where(self, expr: cst.BaseExpression) -> "Where":
         """Where `expr` lives, just before the statement being visited."""
         return self.ctx.where(expr)
+
+    def where_read(self, expr: cst.BaseExpression) -> "Where":
+        """Where `expr` lives, given that the code reads its values with `.item()` or `.tolist()`,
+        which only a tensor or a numpy value has: a value of unknown type is a tensor then."""
+        return self.ctx.where_read(expr)
 
     def placement(self, device_arg: cst.BaseExpression) -> "Where":
         """What a `device=` argument means here (a host tensor for "cpu")."""
@@ -243,7 +249,7 @@ class Rule:
         """The project index, known in `finish` (None before, and without project analysis)."""
         return self.ctx.index
 
-    def assignments(self, scope: Scope | None = None) -> dict[str, list[cst.BaseExpression | None]]:
+    def assignments(self, scope: cst.CSTNode | None = None) -> dict[str, list[cst.BaseExpression | None]]:
         """The values bound to each name in a scope's own body (`syntax.local_assignments`),
         by default the current one. Shared by every rule: read it, do not change it."""
         return self.ctx.assignments(scope if scope is not None else self.scope)

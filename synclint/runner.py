@@ -8,13 +8,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 from synclint.cache.entries import Entry, PackageState, Packed, ProjectSnapshot
 from synclint.cache.replay import RACY_NS, inputs_of
 from synclint.cache.signatures import Signature, listing
 from synclint.cache.store import Cache
 from synclint.config import Settings, SettingsResolver
-from synclint.devices.conventions import field_declarations, host_field_names
 from synclint.engine import INTERNAL_ERROR, PARSE_ERROR, FileResult, check_bytes, check_file
 from synclint.files import PathProblem, Target, discover, relative_to_root
 from synclint.fixes import FileFix, add_noqa_file, fix_bytes, fix_file
@@ -22,9 +22,10 @@ from synclint.model import Applicability
 from synclint.noqa import unknown_codes
 from synclint.progress import OFF, Progress
 from synclint.project.demand import Demand
-from synclint.project.facts import ProjectFile, ProjectView
+from synclint.project.facts import ProjectFile, ProjectView, widened
 from synclint.project.index import ProjectIndex
-from synclint.project.placement import imported_modules, module_name, package_root
+from synclint.project.placement import module_name, package_root
+from synclint.project.text_facts import Declarations, with_text_facts
 from synclint.view import View
 
 FILES_PER_BATCH = 8
@@ -173,7 +174,7 @@ def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageSta
         return skipped.result, job.project
     if settings.project_analysis:
         job = _placed(job)
-        [job], _ = _with_host_fields([job], lambda _: data, state.declarations if state is not None else None)
+        [job], _, _ = _with_text_facts([job], lambda _: data, state)
     store = False
     if cache is not None:
         try:
@@ -183,13 +184,13 @@ def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageSta
     if state is None or not settings.project_analysis:
         return _check_data(data, job, cache, store, debug), job.project
     index: ProjectIndex = state.index  # type: ignore[assignment]  # (cache.py keeps it untyped)
-    summary = state.summaries.get(job.shown)  # the view it had then: an edit seldom changes what it uses
-    job, digest = _given_view(job, index.view_for(summary) if summary is not None else None)
+    # The view it was last checked with: an edit seldom changes what it uses.
+    job, digest = _given_view(job, _kept_view(state.views, job, data, cache))
     result = _check_data(data, job, cache, store, debug)
     for _ in range(MAX_PROJECT_ROUNDS):
         if result.summary is None:
             break
-        again, again_digest = _given_view(job, index.view_for(result.summary))
+        again, again_digest = _given_view(job, widened(job.project.view, index.view_for(result.summary)))
         if again_digest == digest:
             break
         job, digest = again, again_digest
@@ -253,7 +254,13 @@ def run_paths(
     return run
 
 
-def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, progress: Progress,
+class _Phases(Protocol):
+    """What `_check_all` asks of its progress display: a `Progress`, or a round of `_on_demand`'s."""
+
+    def phase(self, label: str, total: int, done: int = 0) -> Callable[[int], None]: ...
+
+
+def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, progress: _Phases,
                label: str = "checking") -> list[FileFix | None]:
     """Each job checked (or fixed) once, through the cache; the results in the jobs' order.
     `label`: what the progress display says of this phase."""
@@ -263,8 +270,8 @@ def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, p
         keys = _from_cache(work, results, cache, mode)
     pending = [i for i, item in enumerate(results) if item is None]
     advance = progress.phase(label, len(work), len(work) - len(pending))
-    for i, item in _process_all([(i, work[i]) for i in pending], workers, mode, advance):
-        results[i] = item
+    for i, done in _process_all([(i, work[i]) for i in pending], workers, mode, advance):
+        results[i] = done
     if cache is not None:
         for i, key in keys.items():
             item = results[i]
@@ -275,7 +282,7 @@ def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, p
     return results
 
 
-MAX_PROJECT_ROUNDS = 3
+MAX_PROJECT_ROUNDS = 20  # views only grow (facts.widened): a guard, not a limit a run meets
 
 
 def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver, mode: Mode, cache: Cache | None,
@@ -305,16 +312,16 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     started = time.time_ns()
     check = Mode(debug=mode.debug)
     state_keys = _state_keys(cache, work, cwd) if cache is not None else []
-    state = cache.get(state_keys[0], PackageState) if len(state_keys) == 1 else None
+    state = cache.get(state_keys[0], PackageState) if cache is not None and len(state_keys) == 1 else None
     checked = {os.path.abspath(job.path) for job in work}
-    if state is not None and checked < state.package_files and state.is_current(checked):
+    if cache is not None and state is not None and checked < state.package_files and state.is_current(checked):
         # Some files of the package, the rest as the last run saw them (pre-commit after an edit).
         run.read_files += list(state.files)
         run.signatures.update((path, known) for path, known in state.files.items() if path not in checked)
         run.walked_folders.update(state.folders)
-        jobs, _ = _with_host_fields([_placed(job) for job in work], cache.read, state.declarations)
-        # Each file starts with the view its summary had then: an edit seldom changes what it uses.
-        checked_with = _with_views(jobs, state.index, state.summaries)
+        jobs, _, _ = _with_text_facts([_placed(job) for job in work], cache.read, state)
+        # Each file starts with the view it was last checked with: an edit seldom changes what it uses.
+        checked_with = _with_kept_views(jobs, state.views, cache)
         results = _check_all(jobs, check, cache, workers, progress)
         _look_again(jobs, results, lambda: state.index, check, cache, workers, progress, checked_with)
         return _fixed(jobs, results, mode, workers, progress, cache)
@@ -323,15 +330,16 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
                        and (root := package_root(job.path)) is not None})
     run.read_files += [os.fspath(job.path) for job in index_only]
     texts: dict[Path, bytes] = {}
-    jobs, declarations = _with_host_fields([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
+    jobs, declarations, gpu = _with_text_facts([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
                                            _reader(cache, texts if index_only else None))
     snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
     snapshot_was_kept = snapshot is not None
-    if snapshot is not None:
-        # The same files as a run that ended with this index: only the checked files' views are needed.
+    if snapshot is not None and cache is not None:
+        # The same files as a run that ended with this index: each checked file gets the view
+        # that run last checked it with, and so the same result (its cache entry).
         jobs = jobs[: len(work)]
-        _with_views(jobs, snapshot.index, snapshot.summaries)
+        _with_kept_views(jobs, snapshot.views, cache)
     label = "checking"
     if snapshot is None and packages:  # the first look at these packages (or at the files that changed in them)
         named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
@@ -355,14 +363,14 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     if snapshot is None and cache is not None and snapshot_key:
         summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
                      if item is not None and item.result.summary is not None}
-        kept, small = index.snapshot(summaries)
-        snapshot = ProjectSnapshot(kept, Packed(small))
+        kept_index, small = index.snapshot(summaries)
+        snapshot = ProjectSnapshot(kept_index, Packed(small), Packed(_views_of(jobs, cache)))
         cache.put(snapshot_key, snapshot)
-    if state_keys and snapshot is not None:
+    if cache is not None and state_keys and snapshot is not None:
         indexed = frozenset(os.path.abspath(job.path) for job in [*work, *index_only])
         saved = PackageState(indexed, inputs_of((), indexed), _listings(run.walked_folders), snapshot.index,
                              {module: found for module, found in declarations.items() if any(found)},
-                             snapshot.summaries)
+                             snapshot.summaries, snapshot.views, gpu)
         if not any(sig is not None and sig[0] > started - RACY_NS for sig in saved.files.values()):
             for key in state_keys:  # unless a file changed too recently for its stat to tell (replay.RACY_NS)
                 # A kept state of the same files, as stat sees them, and the same index is this one
@@ -427,13 +435,10 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
             todo = sorted(set(demand.take()) - results.keys())
             if not todo:
                 break
-        asked = len(demand.asked | results.keys() | set(todo))
-        if asked * 2 > len(jobs):
+        if len(demand.asked | results.keys() | set(todo)) * 2 > len(jobs):
             # Most of the package: all of it, as a run over the package (whose state is kept).
             todo = sorted(set(range(len(jobs))) - results.keys())
-            asked = len(jobs)
-        shown = _Rounds(progress, len(results), asked)
-        for i, item in zip(todo, _check_all([jobs[i] for i in todo], check, cache, workers, shown, label)):
+        for i, item in zip(todo, _check_all([jobs[i] for i in todo], check, cache, workers, progress, label)):
             results[i] = item
         if len(results) == len(jobs):
             break
@@ -444,25 +449,44 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
     return [jobs[i] for i in order], [results[i] for i in order]
 
 
-class _Rounds:
-    """The progress display of one round of `_on_demand`, shown as part of all of them: the files
-    done before it and those asked for so far (the total grows as the rounds find more)."""
+def _views_of(jobs: list[Job], cache: Cache) -> dict[str, tuple[str, ProjectView]]:
+    """The view each job was last checked with, by shown path, beside the key of the file's
+    bytes and settings (its entry key with no view), which says whether it is the same file."""
+    views = {}
+    for job in jobs:
+        if job.project.view:
+            try:
+                views[job.shown] = (_entry_key(cache, _given_view(job, None)[0]), job.project.view)
+            except OSError:
+                continue
+    return views
 
-    def __init__(self, progress: Progress, done: int, asked: int) -> None:
-        self.progress, self.done, self.asked = progress, done, asked
 
-    def phase(self, label: str, total: int, done: int = 0) -> Callable[[int], None]:
-        return self.progress.phase(label, max(self.asked, self.done + total), self.done + done)
+def _kept_view(views: Packed, job: Job, data: bytes | None = None, cache: Cache | None = None) -> ProjectView | None:
+    """The view `views` (`_views_of`) kept for the job's file, if the file is as it was then
+    (`data`: its bytes as an editor holds them); None when it changed: its view is made anew."""
+    if not job.settings.project_analysis:
+        return None
+    kept = views.get(job.shown)
+    if kept is None:
+        return None
+    key, view = kept
+    unviewed = _given_view(job, None)[0]
+    if cache is None:
+        return None
+    try:
+        now = _entry_key(cache, unviewed, hashlib.sha256(data).digest() if data is not None else None)
+    except OSError:
+        return None
+    return view if now == key else None
 
 
-def _with_views(jobs: list[Job], index: ProjectIndex, summaries: Packed) -> list[str]:
-    """Give each job (in place) its view of `index`, asked for the summary `summaries` holds of
-    its file; the digests of the views ("" where none)."""
+def _with_kept_views(jobs: list[Job], views: Packed, cache: Cache) -> list[str]:
+    """Give each job (in place) the view it was last checked with, where its file is unchanged
+    (`_kept_view`); the digests of the views ("" where none)."""
     digests = []
     for i, job in enumerate(jobs):
-        summary = summaries.get(job.shown)
-        asks = summary is not None and job.settings.project_analysis
-        jobs[i], digest = _given_view(job, index.view_for(summary) if asks else None)
+        jobs[i], digest = _given_view(job, _kept_view(views, job, cache=cache))
         digests.append(digest)
     return digests
 
@@ -474,10 +498,11 @@ def _given_view(job: Job, view: ProjectView | None) -> tuple[Job, str]:
 
 def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check: Mode, cache: Cache | None,
                 workers: int, progress: Progress, checked_with: list[str] | None = None) -> ProjectIndex:
-    """Check again, with its view of `index_now()` (asked each round), each file whose view
-    changed, for at most MAX_PROJECT_ROUNDS rounds; `results` are updated in place. Returns
-    the last index. `checked_with`: the digest of the view each result was checked with
-    (default: none)."""
+    """Check again each file whose view of `index_now()` (asked each round), widened by the
+    view it was checked with (`facts.widened`), changed, until no view changes (views only
+    grow, so this ends; MAX_PROJECT_ROUNDS only guards against a bug); `results` are updated
+    in place. Returns the last index. `checked_with`: the digest of the view each result was
+    checked with (default: none)."""
     checked_with = checked_with or ["" for _ in jobs]
     for _ in range(MAX_PROJECT_ROUNDS):
         index = index_now()
@@ -486,7 +511,7 @@ def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check
             summary = item.result.summary if item is not None else None
             if summary is None or not jobs[i].settings.project_analysis:
                 continue
-            job, digest = _given_view(jobs[i], index.view_for(summary))
+            job, digest = _given_view(jobs[i], widened(jobs[i].project.view, index.view_for(summary)))
             if digest != checked_with[i]:
                 jobs[i], checked_with[i] = job, digest
                 again.append(i)
@@ -546,7 +571,7 @@ def _fix_key(cache: Cache, job: Job, mode: Mode) -> str:
     fields = ",".join(sorted(job.project.host_fields))
     return cache.key(cache.digest(job.path), job.shown, job.settings,
                      f"diff:{unsafe}:{job.settings.view_key()}:{job.project.module}:{view.digest() if view else ''}:"
-                     f"{fields}")
+                     f"{fields}:{job.project.gpu_package}")
 
 
 def _listings(folders: set[str]) -> dict[str, tuple[str, ...]]:
@@ -567,8 +592,8 @@ def _state_keys(cache: Cache, work: list[Job], cwd: Path) -> list[str]:
                     if job.settings.project_analysis and (root := package_root(job.path)) is not None})
     settings = sorted({one.cache_key() for one in {id(job.settings): job.settings for job in work}.values()})
     keys = []
-    for root in roots:
-        names = "\0".join([os.fspath(cwd), root, "\0", *settings])
+    for folder in roots:
+        names = "\0".join([os.fspath(cwd), folder, "\0", *settings])
         keys.append(cache.key(names.encode("utf-8", "surrogateescape"), "", work[0].settings, "package-state"))
     return keys
 
@@ -583,7 +608,7 @@ def _entry_key(cache: Cache, job: Job, digest: bytes | None = None) -> str:
     view = job.project.view
     fields = ",".join(sorted(job.project.host_fields))
     return cache.key(cache.digest(job.path) if digest is None else digest, job.shown, job.settings,
-                     f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
+                     f"check:{job.project.module}:{view.digest() if view else ''}:{fields}:{job.project.gpu_package}")
 
 
 def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
@@ -600,47 +625,21 @@ def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
     return project.hexdigest()
 
 
-Declarations = tuple[frozenset[str], frozenset[str]]  # project.field_declarations
-
-
-def _with_host_fields(jobs: list[Job], read: Callable[[Path], bytes], elsewhere: dict[str, Declarations] | None = None
-                      ) -> tuple[list[Job], dict[str, Declarations]]:
-    """The jobs, each file that handles multimodal inputs told which of them stay on the CPU:
-    those that every declaration in the project keeps there, and those its own file keeps there
-    (synclint.devices.conventions.field_declarations); with the declarations of each module. `elsewhere`
-    adds those of modules not among the jobs (a package state's)."""
-    declared: dict[int, Declarations] = {}
-    multimodal: dict[int, bytes] = {}
-    for i, job in enumerate(jobs):
-        if job.settings.project_analysis:
-            try:
-                data = read(job.path)
-            except OSError:
-                continue  # its check reports it
-            if any(word in data for word in _MULTIMODAL):  # (`MultiModalFieldConfig` has one)
-                multimodal[i] = data
-                declared[i] = field_declarations(data)
-            else:
-                declared[i] = (frozenset(), frozenset())
-    by_module = dict(elsewhere or {})
-    for i, job in enumerate(jobs):
-        if job.project.module and i in declared:
-            by_module[job.project.module] = declared[i]
-    unplaced = [found for i, found in declared.items() if not jobs[i].project.module]
-    everywhere = host_field_names([*by_module.values(), *unplaced])
-    placed = []
-    for i, job in enumerate(jobs):
-        fields: frozenset[str] = frozenset()
-        if i in multimodal:
-            # Its own declarations, and those of the project modules it imports (a model's processor).
-            near = [declared[i], *(by_module[m] for m in sorted(imported_modules(multimodal[i], job.project.package))
-                                   if m in by_module and m != job.project.module)]
-            fields = everywhere | host_field_names(near)
-        placed.append(replace(job, project=replace(job.project, host_fields=fields)) if fields else job)
-    return placed, by_module
-
-
-_MULTIMODAL = (b"ultimodal", b"ultiModal", b"ulti_modal", b"ULTIMODAL", b"ULTI_MODAL")  # (m|M)ultimodal, ...
+def _with_text_facts(jobs: list[Job], read: Callable[[Path], bytes], state: PackageState | None = None
+                     ) -> tuple[list[Job], dict[str, Declarations], dict[str, str]]:
+    """The jobs, each told what its package's text says (synclint.project.text_facts): the
+    multimodal inputs kept on the CPU, and why the package runs on GPUs; with the declarations
+    of each module and the reason of each package. `state`: what a kept state knew of the
+    package's other files."""
+    analysed = [i for i, job in enumerate(jobs) if job.settings.project_analysis]
+    projects, declarations, gpu = with_text_facts(
+        [(jobs[i].path, jobs[i].project) for i in analysed], read,
+        state.declarations if state is not None else None, state.gpu if state is not None else None)
+    placed = list(jobs)
+    for i, project in zip(analysed, projects):
+        if project is not jobs[i].project:
+            placed[i] = replace(jobs[i], project=project)
+    return placed, declarations, gpu
 
 
 def _placed(job: Job) -> Job:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar, overload
 
 import libcst as cst
 
@@ -127,7 +128,7 @@ def constant_position(expr: cst.Subscript) -> int | None:
         return None
     value = expr.slice[0].slice.value
     negative = isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
-    if negative:
+    if negative and isinstance(value, cst.UnaryOperation):
         value = value.expression
     if not isinstance(value, cst.Integer):
         return None
@@ -259,7 +260,17 @@ def small_holding(statement: cst.CSTNode, node: cst.CSTNode) -> cst.CSTNode:
     return next((small for small in statement.body if contains(small, node)), statement)
 
 
-def find_all(node: cst.CSTNode, *types: type[cst.CSTNode]) -> list[cst.CSTNode]:
+_Node = TypeVar("_Node", bound=cst.CSTNode)
+_Other = TypeVar("_Other", bound=cst.CSTNode)
+
+
+@overload
+def find_all(node: cst.CSTNode, kind: type[_Node], /) -> list[_Node]: ...
+@overload
+def find_all(node: cst.CSTNode, kind: type[_Node], other: type[_Other], /) -> list[_Node | _Other]: ...
+@overload
+def find_all(node: cst.CSTNode, *types: type[cst.CSTNode]) -> list[cst.CSTNode]: ...
+def find_all(node: cst.CSTNode, *types: type[cst.CSTNode]) -> list[Any]:
     """The nodes of `types` in `node` (itself included), in source order: what
     `libcst.matchers.findall(node, m.A() | m.B())` finds, on the fast walk (synclint.traversal)."""
     found: list[cst.CSTNode] = []
@@ -341,10 +352,11 @@ def bindings(root: cst.CSTNode, stop_at: tuple[type[cst.CSTNode], ...] = ()) -> 
 _NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
-def local_assignments(scope: cst.Module | cst.FunctionDef) -> dict[str, list[cst.BaseExpression | None]]:
-    """The values assigned to each name in a function's or module's own body (not in nested
-    functions, classes or lambdas). None stands for a binding that is not one expression: a loop
-    or `with` target, an unpacking, an augmented assignment. Parameters are not included."""
+def local_assignments(scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
+    """The values assigned to each name in a function's or module's own body, or in any other
+    node (a loop: its body and target), not in nested functions, classes or lambdas. None stands
+    for a binding that is not one expression: a loop or `with` target, an unpacking, an augmented
+    assignment. Parameters are not included."""
     assigned: dict[str, list[cst.BaseExpression | None]] = {}
     for binding in bindings(scope, _NESTED_SCOPES):
         if isinstance(binding.target, cst.Name):

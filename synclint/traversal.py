@@ -195,7 +195,7 @@ class _Walker:
         on_visit_attribute = visitor.on_visit_attribute
         on_leave_attribute = visitor.on_leave_attribute
         is_node = _IS_NODE
-        unknown = object()
+        unknown: typing.Any = object()  # a sentinel: `plan is unknown` below narrows nothing for mypy
 
         def visit(node: cst.CSTNode) -> None:
             cls = type(node)

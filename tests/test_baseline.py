@@ -139,3 +139,34 @@ def more(x):
     again = run_cli("check", "--add-noqa", ".", cwd=tmp_path)
     assert "Added 0 noqa directives in 0 files." in again.stderr
     assert (tmp_path / "model.py").read_text() == text
+
+
+def test_entries_of_files_the_run_did_not_check_are_not_stale(tmp_path):
+    # pre-commit checks only the staged files: the other files' entries are not gone.
+    (tmp_path / "model.py").write_text(KERNEL)
+    (tmp_path / "other.py").write_text(KERNEL.replace("def step", "def other"))
+    (tmp_path / "pyproject.toml").write_text('[tool.synclint]\nbaseline = "base.json"\n')
+    check(tmp_path, "--write-baseline", "base.json", ".")
+    proc = check(tmp_path, "model.py")
+    assert proc.returncode == 0 and proc.stderr == ""
+    (tmp_path / "model.py").write_text(KERNEL.replace("    if probs.any():\n        return best\n", ""))
+    proc = check(tmp_path, "model.py")
+    assert proc.returncode == 0
+    assert proc.stderr == ("synclint: 1 baseline entry no longer found (fixed or changed); shrink base.json with "
+                           "--write-baseline\n")
+    # A file deleted from a folder the run walked: its entries are stale; elsewhere, they are not.
+    (tmp_path / "other.py").unlink()
+    assert "4 baseline entries no longer found" in check(tmp_path, "model.py", ".").stderr
+    assert check(tmp_path, "model.py").stderr.startswith("synclint: 1 baseline entry no longer found")
+
+
+def test_writing_the_baseline_of_some_files_keeps_the_entries_of_the_others(tmp_path):
+    (tmp_path / "model.py").write_text(KERNEL)
+    (tmp_path / "other.py").write_text(KERNEL.replace("def step", "def other"))
+    check(tmp_path, "--write-baseline", "base.json", ".")
+    (tmp_path / "model.py").write_text(KERNEL.replace("    if probs.any():\n        return best\n", ""))
+    wrote = check(tmp_path, "--write-baseline", "base.json", "model.py")
+    assert "Wrote 2 findings to base.json (and kept 3 of files this run did not check)." in wrote.stderr
+    paths = [e["path"] for e in json.loads((tmp_path / "base.json").read_text())["findings"]]
+    assert sorted(paths) == ["model.py", "model.py", "other.py", "other.py", "other.py"]
+    assert check(tmp_path, "--baseline", "base.json", ".").stderr == ""

@@ -29,8 +29,8 @@ def test_overflow_check_is_reported_with_exit_1(write, tmp_path):
     path = write("kernel.py", OVERFLOW)
     proc = run_cli("check", str(path), cwd=tmp_path)
     assert proc.returncode == 1
-    assert "kernel.py:4:4: SYNC101 `x.isinf().any()` is a CUDA tensor" in proc.stdout
-    assert "kernel.py:4:23: SYNC101 `x.isnan().any()`" in proc.stdout
+    assert "kernel.py:4:4: SYNC101 (code) `x.isinf().any()` is a CUDA tensor" in proc.stdout
+    assert "kernel.py:4:23: SYNC101 (code) `x.isnan().any()`" in proc.stdout
     # The text format shows the source line with the range marked.
     assert "4 | if x.isinf().any() or x.isnan().any():" in proc.stdout
     assert "   ^^^^^^^^^^^^^^^ SYNC101" in proc.stdout
@@ -68,7 +68,29 @@ def test_github_format_is_workflow_commands(write, tmp_path):
     write("kernel.py", OVERFLOW)
     proc = run_cli("check", "kernel.py", "--output-format", "github", cwd=tmp_path)
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("::warning file=kernel.py,line=4,col=4,endLine=4,endColumn=19,title=SYNC101 (sync-in-condition)::")
+    assert lines[0] == ("::warning file=kernel.py,line=4,col=4,endLine=4,endColumn=19,title=SYNC101 (sync-in-condition)::"
+                        "SYNC101 `x.isinf().any()` is a CUDA tensor, used as a Python bool; the host waits for the GPU"
+                        '%0Abecause: made by torch.randn(...) on "cuda" (high confidence)')
+
+
+def test_sarif_results_say_why(write, tmp_path):
+    write("kernel.py", OVERFLOW)
+    proc = run_cli("check", "kernel.py", "--output-format", "sarif", cwd=tmp_path)
+    first = json.loads(proc.stdout)["runs"][0]["results"][0]
+    assert first["message"]["text"] == ("`x.isinf().any()` is a CUDA tensor, used as a Python bool; the host waits for "
+                                        'the GPU\nbecause: made by torch.randn(...) on "cuda" (high confidence)')
+    assert first["properties"] == {"confidence": "high", "context": "code", "because": 'made by torch.randn(...) on "cuda"'}
+
+
+@pytest.mark.parametrize("fmt", ["text", "concise"])
+def test_a_folder_without_python_files_says_so(tmp_path, fmt):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("no code here\n")
+    proc = run_cli("check", "--output-format", fmt, "empty", cwd=tmp_path)
+    assert proc.returncode == 0  # as ruff
+    assert proc.stderr == "synclint: warning: No Python files found under the given paths\n"
+    assert proc.stdout == "No Python files checked.\n"
+    assert run_cli("check", "-q", "empty", cwd=tmp_path).stdout == ""
 
 
 def test_numpy_twin_is_clean(write, tmp_path):
@@ -98,6 +120,19 @@ def test_syntax_error_is_sync000_at_its_line(write, tmp_path):
     assert "Traceback" not in proc.stderr
     assert "broken.py:4:" in proc.stdout and "SYNC000 syntax error" in proc.stdout
     assert "kernel.py:4:4: SYNC101" in proc.stdout  # the run went on
+
+
+def test_syntax_error_shows_its_line_and_no_runtime_syncs(write, tmp_path):
+    write("broken.py", "import torch\nif x.any(:\n    pass\n")
+    proc = run_cli("check", "broken.py", cwd=tmp_path)
+    assert proc.stdout.splitlines()[:4] == [
+        "broken.py:2:10: SYNC000 (code) syntax error: invalid syntax",
+        "  |",
+        "2 | if x.any(:",
+        "  |          ^ SYNC000",
+    ]
+    code, [finding] = run_json("check", "broken.py", cwd=tmp_path)
+    assert code == 1 and finding["code"] == "SYNC000" and "runtime_syncs" not in finding
 
 
 def test_undecodable_bytes_are_sync000_at_their_line(write, tmp_path):
@@ -134,7 +169,7 @@ def test_exit_zero_and_statistics(write, tmp_path):
     write("kernel.py", OVERFLOW)
     proc = run_cli("check", "kernel.py", "--exit-zero", "--statistics", cwd=tmp_path)
     assert proc.returncode == 0
-    assert proc.stdout.split() == ["2", "SYNC101", "sync-in-condition", "2", "total"]
+    assert proc.stdout.split() == ["2", "SYNC101", "sync-in-condition", "code", "2", "2", "total", "code", "2"]
 
 
 def test_statistics_end_with_a_total_line(write, tmp_path):

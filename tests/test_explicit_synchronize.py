@@ -83,7 +83,8 @@ def test_code_for_another_accelerator_is_reported_only_at_low_confidence():
     for name, accelerator in [("vllm/device_allocator/xpumem.py", "XPU"), ("vllm/v1/worker/tpu_model_runner.py", "TPU"),
                               ("backends/hpu/attn.py", "HPU")]:
         found = check_snippet(ExplicitSynchronize, code, filename=name, min_confidence=Confidence.LOW)
-        assert [(f.confidence, f.because) for f in found] == [(Confidence.LOW, f"{accelerator} code, not CUDA")]
+        assert [(f.confidence, f.because) for f in found] == [
+            (Confidence.LOW, f"{accelerator} code, not CUDA; torch.accelerator.synchronize() is the device-wide synchronize")]
         assert check_snippet(ExplicitSynchronize, code, filename=name) == []
     assert len(check_snippet(ExplicitSynchronize, code, filename="vllm/v1/worker/rocm_runner.py")) == 1
 
@@ -97,10 +98,37 @@ def test_classes_and_custom_op_methods_named_for_another_platform_are_reported_o
         "class Output:\n    def step(self):\n        torch.accelerator.synchronize()\n"
     )
     found = check_snippet(ExplicitSynchronize, code, min_confidence=Confidence.LOW)
+    wait = "torch.accelerator.synchronize() is the device-wide synchronize"
     assert [(f.location.row, f.confidence, f.because) for f in found] == [
-        (5, Confidence.LOW, "XPU code, not CUDA"),
-        (9, Confidence.LOW, "XPU code, not CUDA"),
-        (13, Confidence.LOW, "CPU code, not CUDA"),
-        (16, Confidence.HIGH, None),
-        (20, Confidence.HIGH, None),
+        (5, Confidence.LOW, f"XPU code, not CUDA; {wait}"),
+        (9, Confidence.LOW, f"XPU code, not CUDA; {wait}"),
+        (13, Confidence.LOW, f"CPU code, not CUDA; {wait}"),
+        (16, Confidence.HIGH, wait),
+        (20, Confidence.HIGH, wait),
     ]
+
+
+def test_every_finding_says_why():
+    code = ("import torch\n\ndef wait(s):\n    torch.cuda.synchronize()\n    torch.cuda.synchronize(0)\n"
+            "    torch.cuda.Stream.synchronize(s)\n")
+    assert [(f.location.row, f.because) for f in findings(code)] == [
+        (4, "torch.cuda.synchronize() is the device-wide synchronize"),
+        (5, "torch.cuda.synchronize() is the device-wide synchronize"),
+        (6, "torch.cuda.Stream.synchronize() waits for a stream"),
+    ]
+
+
+def test_a_name_bound_to_a_device_synchronize_is_one_when_called():
+    # nanochat's training scripts: the alias is a no-op off CUDA, the device-wide wait on it.
+    code = ("import torch\n\ndevice_type = 'cuda'\n"
+            "synchronize = torch.cuda.synchronize if device_type == 'cuda' else lambda: None\n"
+            "wait = torch.cuda.synchronize\n\n"
+            "for step in range(10):\n    synchronize()\n    wait()\n    print(step)\n")
+    assert [(f.location.row, f.confidence, f.because) for f in findings(code)] == [
+        (8, Confidence.MEDIUM, "synchronize = torch.cuda.synchronize if device_type == 'cuda' else lambda: None"),
+        (9, Confidence.HIGH, "wait = torch.cuda.synchronize"),
+    ]
+    assert findings(code)[0].message == (
+        "`synchronize()` calls `torch.cuda.synchronize`, which blocks the host until all work queued on the device "
+        "finishes")
+    assert findings("import torch\n\nsynchronize = lambda: None\nsynchronize()\n") == []

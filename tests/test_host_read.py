@@ -251,7 +251,9 @@ def test_a_branch_that_returns_does_not_reach_the_code_after_it():
         "    if fast:\n        offsets = offsets.to(device)\n    return offsets.tolist()\n"
     )
     found = check_snippet(HostRead, code, min_confidence=Confidence.LOW)
-    assert [f.location.row for f in found] == [12]
+    # Row 7 reads a value of unknown type with `.tolist()`: a tensor, not the one moved on the path that returned.
+    assert [(f.location.row, f.confidence) for f in found] == [(7, Confidence.MEDIUM), (12, Confidence.MEDIUM)]
+    assert "is read as only a tensor or an array can be" in found[0].because
 
 
 def test_a_guessed_device_tensor_mixed_with_a_cpu_copy_is_a_cpu_tensor():
@@ -396,3 +398,34 @@ def test_a_submodule_that_every_call_in_the_file_gives_a_host_tensor_reads_a_hos
     assert len(check_snippet(HostRead, gpu)) == 2
     passed_on = code.replace("        return self.adapter(x", "        keep(self.adapter)\n        return self.adapter(x")
     assert len(check_snippet(HostRead, passed_on)) == 2  # the module is handed to code we cannot see
+
+
+def test_a_copy_to_a_device_variable_that_is_the_cpu_says_so():
+    # `.to(device)` reads as a copy to the GPU: the message says this `device` is the host.
+    code = ("import torch\n\ndef f(x: torch.Tensor):\n    device = 'cpu'\n    y = torch.ones(2, device='cuda')\n"
+            "    a = y.to(device)\n    b = y.to('cpu')\n")
+    assert messages(code) == [
+        "`y.to(device)` copies the values to `device`, which is the CPU here: a blocking device-to-host copy; the host "
+        "waits for the GPU",
+        "`y.to('cpu')` is a blocking device-to-host copy; the host waits for the GPU",
+    ]
+
+
+def test_a_because_quoting_code_over_several_lines_is_one_line():
+    code = ("import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator(\n"
+            "    gradient_accumulation_steps=1,\n    mixed_precision='fp16',\n)\n\n"
+            "def train(model, batch):\n    loss = model(batch)\n    return loss.item()\n")
+    [finding] = check_snippet(HostRead, code)
+    assert finding.because == ("model(...) is a module's output, in a file that puts its model or data on the GPU "
+                               "(`Accelerator(gradient_accumulation_steps=1, mixed...`)")
+
+
+def test_a_helper_named_for_moving_a_tensor_to_the_device_returns_a_device_tensor():
+    # composer's `self.state.device.tensor_to_device(torch.tensor(n))`, read with `.item()` every batch.
+    code = ("import torch\n\ndef train(state, loader):\n    for batch in loader:\n"
+            "        size = state.device.tensor_to_device(torch.tensor(len(batch)))\n"
+            "        total = size.item()\n        host = state.device.tensor_to_device(torch.tensor(1), 'cpu')\n"
+            "        same = host.item()\n")
+    [finding] = check_snippet(HostRead, code)
+    assert (finding.location.row, finding.confidence) == (6, Confidence.MEDIUM)
+    assert finding.because == "moved by tensor_to_device(...), which by its name puts it on the device"

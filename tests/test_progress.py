@@ -1,5 +1,5 @@
-"""Progress on a terminal for runs longer than about a second; never in a pipe, with `CI` set,
-with --quiet, or when a machine format goes to standard output.
+"""Progress on standard error: a bar when it is a terminal, for runs longer than about a second;
+elsewhere (a pipe, `CI` set) a line every so often; nothing with --quiet. Its total never goes back.
 
 The runs on a pseudo-terminal (the `pty` module) are real processes with the display's delay
 set to 0 (`synclint.progress.DELAY_S`), so that a run of a few files shows it; the delay
@@ -22,7 +22,8 @@ from synclint import progress
 
 pty = pytest.importorskip("pty")
 
-NO_DELAY = "import sys, synclint.progress as p; p.DELAY_S = 0; from synclint.cli import main; sys.exit(main())"
+NO_DELAY = ("import sys, synclint.progress as p; p.DELAY_S = 0; p.EVERY_S = 0.01; from synclint.cli import main; "
+            "sys.exit(main())")
 MODEL = "import torch\n\n\ndef step(x: torch.Tensor):\n    return x.sum().item()\n"
 
 
@@ -40,11 +41,12 @@ def environment(**extra: str) -> dict[str, str]:
     return {**env, "TERM": "xterm-256color", "COLUMNS": "120", **extra}
 
 
-def on_terminal(args: list[str], cwd, **env: str) -> tuple[int, str]:
-    """Run `synclint ARGS` with its standard streams on a pseudo-terminal: its exit code and all it drew."""
+def on_terminal(args: list[str], cwd, stdout=None, **env: str) -> tuple[int, str]:
+    """Run `synclint ARGS` with its standard streams on a pseudo-terminal (standard output on
+    `stdout` instead, if given): its exit code and all it drew."""
     primary, secondary = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-c", NO_DELAY, *args], cwd=cwd, env=environment(**env),
-                            stdin=secondary, stdout=secondary, stderr=secondary, close_fds=True)
+                            stdin=secondary, stdout=stdout or secondary, stderr=secondary, close_fds=True)
     os.close(secondary)
     chunks = []
     try:
@@ -101,26 +103,97 @@ def test_a_warm_run_shows_no_indexing(package):
     assert code == 1 and "indexing" not in drawn
 
 
-@pytest.mark.parametrize("case", ["pipe", "CI", "quiet", "json", "github"])
-def test_no_progress_where_it_does_not_belong(package, case):
-    args = ["check", "--no-cache", "-j", "1", "pkg"]
-    if case == "pipe":
-        proc = in_pipes(args, package)
-        assert proc.returncode == 1 and "Traceback" not in proc.stderr
-        assert not drew_progress(proc.stderr) and "\x1b" not in proc.stderr + proc.stdout, proc.stderr
-        return
+@pytest.mark.parametrize("case", ["CI", "quiet"])
+def test_no_bar_where_it_does_not_belong(package, case):
     env = {"CI": "true"} if case == "CI" else {}
-    extra = ["--quiet"] if case == "quiet" else [] if case == "CI" else ["--output-format", case]
-    code, drawn = on_terminal([*args, *extra], package, **env)
+    extra = ["--quiet"] if case == "quiet" else []
+    code, drawn = on_terminal(["check", "--no-cache", "-j", "1", "pkg", *extra], package, **env)
     assert code == 1
-    assert not drew_progress(drawn) and "\x1b[?25l" not in drawn  # (rich hides the cursor while it draws)
+    assert "\x1b[?25l" not in drawn  # (rich hides the cursor while it draws)
+    lines = [line for line in drawn.splitlines() if line.startswith("synclint: checking")]
+    assert bool(lines) == (case == "CI")  # a CI log gets lines instead, --quiet nothing
 
 
-def test_a_report_to_a_file_leaves_the_terminal_to_the_progress(package):
-    code, drawn = on_terminal(["check", "--no-cache", "-j", "1", "--output-format", "json", "-o", "report.json", "pkg"],
-                              package)
-    assert code == 1 and drew_progress(drawn)
-    assert (package / "report.json").read_text().startswith("[")
+@pytest.mark.parametrize("case", ["json", "github", "stdout to a file", "report to a file"])
+def test_a_terminal_on_standard_error_shows_the_bar_wherever_the_report_goes(package, case, tmp_path):
+    args = ["check", "--no-cache", "-j", "1", "pkg"]
+    with open(tmp_path / "out.txt", "w") as out:
+        if case == "stdout to a file":
+            code, drawn = on_terminal(args, package, stdout=out)
+        elif case == "report to a file":
+            code, drawn = on_terminal([*args, "--output-format", "json", "-o", "report.json"], package)
+        else:
+            code, drawn = on_terminal([*args, "--output-format", case], package)
+    assert code == 1 and drew_progress(drawn), drawn
+    if case == "stdout to a file":
+        assert "Found 6 findings." in (tmp_path / "out.txt").read_text() and "Found" not in drawn
+    if case == "report to a file":
+        assert (package / "report.json").read_text().startswith("[")
+    if case == "json":  # erased before the report: what follows the bar is the report alone
+        assert drawn.rindex(" files ") < drawn.index('"code": "SYNC107"')
+
+
+def test_a_pipe_gets_a_line_every_so_often_on_standard_error(package):
+    proc = in_pipes(["check", "--no-cache", "-j", "1", "--output-format", "json", "pkg"], package)
+    assert proc.returncode == 1 and proc.stdout.startswith("[")
+    assert "\x1b" not in proc.stderr + proc.stdout
+    lines = proc.stderr.splitlines()
+    assert lines, proc.stderr
+    for line in lines:
+        assert re.fullmatch(r"synclint: (starting|checking; indexing pkg once for project analysis): \d+/\d+ files "
+                            r"\(0:\d\d\)", line), line
+    assert in_pipes(["check", "--no-cache", "-q", "pkg"], package).stderr == ""
+
+
+def test_the_lines_say_the_phase_the_files_and_the_time(monkeypatch):
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with progress.Progress("lines", every=0.05) as shown:
+        advance = shown.phase("checking", 10)
+        advance(3)
+        time.sleep(0.3)
+    written = terminal.getvalue().splitlines()
+    assert written and set(written) == {"synclint: checking: 3/10 files (0:00)"}
+    with progress.Progress("lines", every=60) as shown:
+        shown.phase("checking", 10)(3)
+    assert terminal.getvalue().splitlines() == written  # nothing before the first interval, nor after the end
+
+
+class Recorder(progress.Progress):
+    """No display: what it would show after each call."""
+
+    def __init__(self, *args) -> None:
+        super().__init__("lines", every=3600)
+        self.seen: list[tuple[str, int, int]] = []
+
+    def phase(self, label: str, total: int, done: int = 0):
+        advance = super().phase(label, total, done)
+        self.seen.append(self.shown())
+
+        def recorded(n: int) -> None:
+            advance(n)
+            self.seen.append(self.shown())
+
+        return recorded
+
+
+def test_the_total_never_goes_back_when_a_second_look_begins(package, monkeypatch):
+    (package / "pkg" / "meta.py").write_text(
+        "import torch\n\n\nclass Meta:\n    def __init__(self):\n        self.lens = torch.zeros(4, device='cuda')\n\n"
+        "    @property\n    def lens_cpu(self):\n        return self.lens.to('cpu')\n")
+    (package / "pkg" / "user.py").write_text(
+        "import torch\n\nfrom pkg.meta import Meta\n\n\ndef plan(meta: Meta):\n    return meta.lens_cpu\n")
+    recorder = Recorder()
+    monkeypatch.setattr(progress, "Progress", lambda *args, **kwargs: recorder)
+    monkeypatch.chdir(package)
+    from synclint.cli import main
+
+    assert main(["check", "--no-cache", "-j", "1", "-q", "pkg"]) == 1
+    labels = [label for label, _, _ in recorder.seen]
+    assert "project analysis: a second look at the files that use other files' facts" in labels
+    assert recorder.seen[-1][1:] == (10, 10)  # the 9 files, and the one looked at again
+    for (_, done, total), (_, done_after, total_after) in zip(recorder.seen, recorder.seen[1:]):
+        assert done_after >= done and total_after >= total
 
 
 class Terminal(io.StringIO):
@@ -131,12 +204,26 @@ class Terminal(io.StringIO):
 def test_nothing_is_drawn_before_the_delay(monkeypatch):
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    with progress.Progress(True, delay=0.5) as shown:
+    with progress.Progress("bar", delay=0.5) as shown:
         shown.phase("checking", 10)(3)
     assert terminal.getvalue() == ""  # a run shorter than the delay draws nothing
-    with progress.Progress(True, delay=0.05) as shown:
+    with progress.Progress("bar", delay=0.05) as shown:
         advance = shown.phase("checking", 10)
         advance(3)
         time.sleep(0.3)
         assert "3/10" in terminal.getvalue()
-    assert not progress.Progress(False, delay=0).enabled
+    assert not progress.Progress(None, delay=0).enabled
+
+
+def test_which_display(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # a file or a pipe: the bar all the same
+    assert progress.display(quiet=False) == "bar"
+    assert progress.display(quiet=True) is None and progress.display(quiet=False, stdin=True) is None
+    monkeypatch.setenv("CI", "true")
+    assert progress.display(quiet=False) == "lines"
+    monkeypatch.delenv("CI")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert progress.display(quiet=False) == "lines"

@@ -176,6 +176,33 @@ def test_a_helper_chain_three_calls_deep_across_files_is_named(tmp_path):
     assert {f["confidence"] for f in calls} == {"high"}
 
 
+def test_a_chain_quotes_the_expression_that_syncs_not_the_name_it_is_reported_at(tmp_path):
+    # SYNC102 marks the method's name (`to`), the line that copies in a chain; the chain quotes the call.
+    make_package(tmp_path, {
+        "helpers.py": """
+            import torch
+
+            def staged(values):
+                host = torch.ones(4)
+                return host.to("cuda")
+        """,
+        "engine.py": """
+            import torch
+
+            from app.helpers import staged
+
+            def train(model, loader):
+                for batch in loader:
+                    loss = model(staged(batch))
+                    loss.backward()
+        """,
+    })
+    code, findings = run_json("check", "--min-confidence", "low", ".", cwd=tmp_path)
+    [call] = by_code(findings, "SYNC112")
+    assert call["message"] == ("`staged(...)` in a loop calls a function that makes the host wait for the GPU: "
+                               'staged: `host.to("cuda")` at app/helpers.py:5')
+
+
 def test_a_sync_on_a_tensor_of_unknown_device_travels_at_low_confidence(tmp_path):
     files = dict(CHAIN)
     files["helpers.py"] = files["helpers.py"].replace('torch.zeros(4, device="cuda") + batch', "batch")

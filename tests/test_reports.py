@@ -62,3 +62,69 @@ def test_text_has_no_colour_in_a_pipe_or_with_no_color(write, tmp_path):
     assert "\x1b[" not in proc.stdout
     proc = run_cli("check", "kernel.py", cwd=tmp_path, env={"NO_COLOR": "", "FORCE_COLOR": ""})
     assert "\x1b[" not in proc.stdout  # stdout is a pipe here
+
+
+CONTEXTS = """import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.ones(1, device="cuda")
+        self.positive = self.scale.item() > 0
+
+    def forward(self, x):
+        return x * self.scale.item()
+
+
+def evaluate(x: torch.Tensor) -> float:
+    return x.sum().item()
+
+
+def train(model, loader, opt):
+    for step, batch in enumerate(loader):
+        loss = model(batch)
+        loss.backward()
+        opt.step()
+        if step % 100 == 0:
+            print(loss.item())
+        total = loss.item()
+"""
+
+
+def test_the_text_report_shows_hot_findings_first_and_names_each_context(write, tmp_path):
+    write("train.py", CONTEXTS)
+    proc = run_cli("check", "--min-confidence", "low", "train.py", cwd=tmp_path)
+    headers = [line for line in proc.stdout.splitlines() if line.startswith("train.py:")]
+    # Per step (a per-step method, a training loop) first, then every so many steps, then the rest, set-up last.
+    assert headers == [
+        "train.py:11:20: SYNC107 (step) `self.scale.item()` copies a value to the host; the host waits for the GPU",
+        "train.py:25:17: SYNC107 (loop) `loss.item()` copies a value to the host; the host waits for the GPU",
+        "train.py:24:19: SYNC107 (interval) `loss.item()` copies a value to the host; the host waits for the GPU",
+        "train.py:15:12: SYNC107 (code) `x.sum().item()` copies a value to the host; the host waits for the GPU",
+        "train.py:8:25: SYNC107 (init) `self.scale.item()` copies a value to the host; the host waits for the GPU",
+    ]
+
+
+def test_machine_formats_keep_file_and_line_order(write, tmp_path):
+    write("train.py", CONTEXTS)
+    write("a.py", "import torch\n\ndef f():\n    for x in torch.ones(3, device='cuda'):\n        print(x.item())\n")
+    for fmt in ("json", "sarif", "concise"):
+        proc = run_cli("check", "--min-confidence", "low", "--output-format", fmt, ".", cwd=tmp_path)
+        if fmt == "json":
+            rows = [(f["filename"], f["location"]["row"]) for f in json.loads(proc.stdout)]
+        elif fmt == "sarif":
+            rows = [(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                     r["locations"][0]["physicalLocation"]["region"]["startLine"])
+                    for r in json.loads(proc.stdout)["runs"][0]["results"]]
+        else:
+            rows = [(line.split(":")[0], int(line.split(":")[1])) for line in proc.stdout.splitlines() if ": SYNC" in line]
+        assert rows == [("a.py", 5), ("train.py", 8), ("train.py", 11), ("train.py", 15), ("train.py", 24),
+                        ("train.py", 25)], fmt
+
+
+def test_statistics_split_each_rule_by_context(write, tmp_path):
+    write("train.py", CONTEXTS)
+    proc = run_cli("check", "--min-confidence", "low", "--statistics", "train.py", cwd=tmp_path)
+    assert proc.stdout == ("     5\tSYNC107\t    host-read\tloop 1, step 1, interval 1, code 1, init 1\n"
+                           "     5\ttotal\t\tloop 1, step 1, interval 1, code 1, init 1\n")

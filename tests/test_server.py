@@ -471,6 +471,23 @@ async def test_hover_on_a_finding_shows_its_rule_documentation(client: Client, p
     assert nothing is None
 
 
+async def test_hover_shows_the_wait_a_configured_runtime_report_measured(client: Client, project: Path):
+    import json
+
+    (project / "syncs.json").write_text(json.dumps({
+        "schema": "synclint-sync-report", "version": 2, "tool": "trace", "simulated": False, "device": "cuda",
+        "root": str(project), "allowed": 0, "wall_s": 1.0, "wait_s": 0.06,
+        "sites": [{"kind": "sync", "file": "app/model.py", "line": 12, "op": "CUDA sync", "count": 3, "wait_s": 0.06}]}))
+    (project / "pyproject.toml").write_text('[tool.synclint]\nruntime-report = "syncs.json"\n', encoding="utf-8")
+    uri, diagnostics = await opened(client, project / "app" / "model.py")
+    hover = await client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(11, 20)))
+    measured, docs = hover.contents.value.split("\n\n---\n\n", 1)
+    assert measured == ("**Measured** (`runtime-report`): a run saw 3 syncs here; the host waited 60.0 ms in all, "
+                        "20.0 ms each")
+    assert docs + "\n" == run_cli("rule", "SYNC103").stdout
+
+
 # ---- other editors ---------------------------------------------------------------------------------
 
 
@@ -532,6 +549,27 @@ async def test_a_changed_configuration_reloads_and_rechecks(client: Client, proj
     watched_change(client, project / "pyproject.toml")
     published = await client.published_after(mark, uri)
     assert summary(published.diagnostics) == [("SYNC103", 11, 11, 11, 39)]
+
+
+async def test_a_baseline_hides_what_check_hides(client: Client, project: Path):
+    # As `synclint check` from the workspace folder: the baselined findings are not shown, a new one is.
+    assert run_cli("check", "--write-baseline", "base.json", "app/model.py", cwd=project).returncode == 0
+    (project / "pyproject.toml").write_text('[tool.synclint]\nbaseline = "base.json"\n', encoding="utf-8")
+    assert run_cli("check", "app/model.py", cwd=project).returncode == 0
+    uri, diagnostics = await opened(client, project / "app" / "model.py")
+    assert diagnostics == []
+    mark = client.mark()
+    client.change(uri, MODEL.replace("    return x\n", "    return x if x.any() else -x\n"))
+    published = await client.published_after(mark, uri)
+    assert summary(published.diagnostics) == [("SYNC101", 7, 16, 7, 23)]
+    # A baseline that cannot be read is an error, as `synclint check` exits 2 with it.
+    (project / "base.json").write_text("{not json", encoding="utf-8")
+    mark = client.mark()
+    watched_change(client, project / "pyproject.toml")
+    assert list((await client.published_after(mark, uri)).diagnostics) == []
+    [message] = client.messages
+    assert message.type == types.MessageType.Error
+    assert message.message.startswith(f"synclint: {project / 'base.json'}: not a synclint baseline (invalid JSON")
 
 
 async def test_a_broken_configuration_is_a_message_and_the_server_goes_on(client: Client, project: Path):
@@ -693,8 +731,9 @@ async def test_without_the_server_extra_the_command_says_what_to_install():
     out, err = await proc.communicate()
     assert proc.returncode == 2
     assert out == b""
+    # synclint is on no package index: the extra is installed from the clone this synclint runs from.
     assert err.decode() == ("synclint: error: `synclint server` needs pygls, which the server extra installs: "
-                            "pip install 'synclint[server]'\n")
+                            f"pip install '{REPO}[server]'\n")
 
 
 @pytest_lsp.fixture(config=SERVER)

@@ -3,13 +3,14 @@
 #
 #   bash .rt/bench/runtime/run_all.sh            # from the root of the copied checkout, $OUT set
 #
-# Layout it expects (all under .rt/, which travels with carry: [".rt"]):
-#   .rt/src/{litgpt,accelerate,timm,nanogpt}   exact package sources (get_sources.sh --rt)
-#   .rt/whl/*.whl                               pure-Python wheels missing there (jsonargparse & co)
-#   .rt/bench/runtime/                          this folder
+# Layout it expects (all under $RT, default .rt/, which travels with carry; see get_sources.sh --rt):
+#   $RT/srcwhl/*.whl      the exact packages traced (unpacked here into $RT/src, first on PYTHONPATH)
+#   $RT/src/nanogpt       nanoGPT's scripts (and any package already unpacked)
+#   $RT/whl/*.whl         wheels of dependencies missing there (jsonargparse, gymnasium, kornia_rs, ...)
+#   $RT/bench/runtime/    this folder
 # Env: JOBS (parallel scenarios, default 5), SCEN_TIMEOUT (s, default 150), DEADLINE (s after start
 # after which no scenario starts, default 430), ONLY (regex over "pkg/scenario", default all),
-# PKGS (default "litgpt timm accelerate nanogpt peft"). Results: $OUT/results.tgz (results/<pkg>/...,
+# PKGS (default: the packages with a workload whose source is in $RT/src after unpacking). Results: $OUT/results.tgz (results/<pkg>/...,
 # logs/), $OUT/summary.txt. A failing scenario is logged with its traceback and the rest go on.
 set -u
 RT=${RT:-$PWD/.rt}
@@ -18,7 +19,6 @@ JOBS=${JOBS:-5}
 SCEN_TIMEOUT=${SCEN_TIMEOUT:-150}
 DEADLINE=${DEADLINE:-430}
 ONLY=${ONLY:-.}
-PKGS=${PKGS:-"litgpt timm accelerate nanogpt peft"}
 PY=${PY:-python3}
 WORK=${WORK:-/tmp/rt-work}
 mkdir -p "$OUT" "$WORK/logs" "$WORK/raw" "$WORK/results"
@@ -28,6 +28,26 @@ export RT_START=$START RT_SCEN_TIMEOUT=$SCEN_TIMEOUT RT_DEADLINE=$DEADLINE RT_WO
 if ls "$RT"/whl/*.whl >/dev/null 2>&1; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/rt-site "$RT"/whl/*.whl \
     > "$WORK/logs/pip-install.log" 2>&1 || echo "wheel install failed (see logs/pip-install.log)"
+fi
+mkdir -p "$RT/src"
+for w in "$RT"/srcwhl/*.whl; do
+  [ -e "$w" ] || continue
+  $PY - "$w" "$RT/src" <<'PYEOF' >> "$WORK/logs/pip-install.log" 2>&1 || echo "unpacking $w failed"
+import os, shutil, sys, zipfile
+whl, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as z:
+    tops = {n.split("/")[0] for n in z.namelist() if not n.split("/")[0].endswith((".dist-info", ".data"))}
+    for t in tops:
+        shutil.rmtree(os.path.join(dest, t), ignore_errors=True)
+    z.extractall(dest, [n for n in z.namelist() if n.split("/")[0] in tops])
+print("unpacked", os.path.basename(whl), "->", ", ".join(sorted(tops)))
+PYEOF
+done
+if [ -z "${PKGS:-}" ]; then
+  PKGS=""
+  for w in "$RT"/bench/runtime/workloads/*.py; do
+    p=$(basename "$w" .py); [ -d "$RT/src/$p" ] && PKGS="$PKGS $p"
+  done
 fi
 export RT_SRC="$RT/src"
 export PYTHONPATH="$RT/src:/tmp/rt-site${PYTHONPATH:+:$PYTHONPATH}"
@@ -42,15 +62,17 @@ $PY -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' && export
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
   $PY - <<'PYEOF'
 import importlib
-for m in ["litgpt", "accelerate", "timm", "peft", "lightning", "torchmetrics", "tokenizers", "jsonargparse", "coverage",
-          "huggingface_hub", "safetensors", "tiktoken", "tensorboard", "opt_einsum", "numpy", "PIL", "torchvision",
-          "transformers"]:
+for m in ["litgpt", "accelerate", "timm", "peft", "diffusers", "stable_baselines3", "gymnasium", "torch_geometric",
+          "kornia", "kornia_rs", "lightning", "torchmetrics", "tokenizers", "jsonargparse", "coverage",
+          "huggingface_hub", "safetensors", "tiktoken", "tensorboard", "opt_einsum", "numpy", "scipy", "PIL",
+          "torchvision", "transformers"]:
     try:
         mod = importlib.import_module(m)
         print(f"{m:16s} {getattr(mod, '__version__', '?'):12s} {getattr(mod, '__file__', '')}")
     except Exception as e:
         print(f"{m:16s} MISSING {type(e).__name__}: {e}")
 PYEOF
+  echo "PKGS:$PKGS"
   $PY -m pip list 2>/dev/null
 } > "$WORK/logs/environment.txt" 2>&1
 
@@ -77,8 +99,8 @@ for pkg in $PKGS; do
     echo "$pkg $s" | grep -E -- "$ONLY" >> "$WORK/jobs.txt" || true
   done
 done
-# longest first: the model zoos, litgpt training and timm training, then the rest in listed order
-{ grep -E '^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train)' "$WORK/jobs.txt"; grep -vE '^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train)' "$WORK/jobs.txt"; } > "$WORK/jobs.sorted"
+# longest first (the model zoos, litgpt and timm training, diffusers' sampling sweeps, sb3's learners), then the rest
+{ grep -E '^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train|diffusers (schedulers|pipelines)|stable_baselines3)' "$WORK/jobs.txt"; grep -vE '^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train|diffusers (schedulers|pipelines)|stable_baselines3)' "$WORK/jobs.txt"; } > "$WORK/jobs.sorted"
 echo "$(wc -l < "$WORK/jobs.sorted") scenarios, $JOBS at a time"
 xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _ < "$WORK/jobs.sorted" | tee "$WORK/logs/jobs.log"
 

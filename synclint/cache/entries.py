@@ -39,6 +39,7 @@ class ProjectSnapshot:
 
     index: object  # synclint.project.index.ProjectIndex
     summaries: Packed  # shown path -> ModuleSummary
+    views: Packed  # shown path -> (the file's entry key with no view, the view it was last checked with)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class PackageState:
     index: object  # synclint.project.index.ProjectIndex, solved over every file of the run (ProjectIndex.snapshot)
     declarations: dict  # module -> project.field_declarations, of the modules that declare any
     summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's)
+    views: Packed  # as ProjectSnapshot.views
+    gpu: dict  # package root -> why it runs on GPUs (synclint.project.text_facts)
 
     def is_current(self, checked: set[str]) -> bool:
         """Whether every file but the `checked` ones, and every folder, is as the run saw it."""

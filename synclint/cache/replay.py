@@ -24,7 +24,7 @@ import hashlib
 import io
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,16 +160,16 @@ class _Tee(io.TextIOBase):
         return self.stream.fileno()
 
     @property
-    def encoding(self):
+    def encoding(self):  # type: ignore[override]  # TextIOBase's is read-only too at runtime; typeshed says writable
         return getattr(self.stream, "encoding", "utf-8")
 
     @property
-    def errors(self):
+    def errors(self):  # type: ignore[override]  # (as encoding)
         return getattr(self.stream, "errors", "strict")
 
 
 @contextmanager
-def captured():
+def captured() -> Iterator[Callable[[], tuple[str, str]]]:
     """sys.stdout and sys.stderr, written through and copied: yields a function giving the copies."""
     out, err = _Tee(sys.stdout), _Tee(sys.stderr)
     sys.stdout, sys.stderr = out, err

@@ -34,7 +34,7 @@ class CallSites(cst.CSTVisitor):
     def enter(self, node: cst.CSTNode) -> None:
         self.statements.append(node)
 
-    def leave(self, node: cst.CSTNode) -> None:
+    def leave(self, original_node: cst.CSTNode) -> None:
         self.statements.pop()
 
     visit_SimpleStatementLine = visit_If = visit_For = visit_While = visit_With = visit_Try = enter
@@ -114,7 +114,7 @@ def submodule_call_sites(module: cst.Module, forwards: dict[str, cst.FunctionDef
         else:
             continue
         if isinstance(target, cst.Name) and isinstance(small.value, cst.Dict) and small.value.elements:
-            values = {dotted_name(e.value) if isinstance(e, cst.DictElement) else None for e in small.value.elements}
+            values = {(dotted_name(e.value) or "") if isinstance(e, cst.DictElement) else "" for e in small.value.elements}
             registries[target.value] = values if values <= forwards.keys() else {""}
     holds: dict[str, set[str]] = {}  # attribute -> classes assigned to it ("": something else)
     picked: dict[tuple[int, str], set[str]] = {}  # (id(scope), name) -> classes `name = REGISTRY[...]` may be
@@ -243,8 +243,8 @@ def settle_host_params(model: "DeviceModel") -> None:
                     found.setdefault(id(func), {})[name] = why
         if not found:
             return
-        for key, params in found.items():
-            model.host_params.setdefault(key, {}).update(params)
+        for key, hosts in found.items():
+            model.host_params.setdefault(key, {}).update(hosts)
         model.forget_facts()
 
 

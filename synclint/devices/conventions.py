@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import libcst as cst
+
 from synclint.devices.lattice import HOST, Place, Where, device, host_tensor
 from synclint.model import Confidence
 
@@ -79,6 +81,19 @@ def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns) or "(?!)")
 
 
+# What command-line flags and settings objects are called (`args = parser.parse_args()`,
+# `self.config`, `cfg`, `opt`, `hparams`): their fields are Python values, whatever their name
+# says (`args.gpu` is a GPU's number, not a `.gpu` buffer).
+SETTINGS_NAMES = frozenset("args opt opts options config cfg conf hparams hps flags FLAGS settings".split())
+
+
+def is_settings_namespace(expr: cst.BaseExpression) -> bool:
+    """Whether `expr` names a settings object: `args`, `cfg`, `self.config`, `self.args`."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        expr = expr.attr
+    return isinstance(expr, cst.Name) and expr.value in SETTINGS_NAMES
+
+
 def classify_buffer_field(attr: str) -> Where | None:
     """vLLM's `CpuGpuBuffer` pairs a tensor on each side: `buf.gpu`, `buf.cpu`, and `buf.np`."""
     if attr == "gpu":
@@ -100,6 +115,11 @@ def names_a_device(text: str) -> bool:
     """Whether an expression's text reads as an accelerator device (`device`, `self.cuda_dev`, `dev`)."""
     lowered = text.lower()
     return "device" in lowered or "cuda" in lowered or "gpu" in lowered or lowered in ("dev", "self.dev")
+
+
+# Functions whose names say they move what they are given to the accelerator: composer's
+# `device.tensor_to_device(t)`, accelerate's `send_to_device(t, device)`, `to_gpu(t)`, `move_to_device`.
+MOVES_TO_DEVICE = re.compile(r"(?:^|_)to_(?:device|gpu|cuda|accelerator)$")
 
 
 # Parameter names that, annotated `torch.Tensor`, are a model's activations or caches wherever
@@ -155,23 +175,47 @@ def is_test_path(relpath: str) -> bool:
 
 
 # Files for accelerators other than CUDA GPUs, by their path: `xpumem.py`, `mla/xpu_mla_sparse.py`,
-# `mixed_precision/xpu.py`, `tpu_model_runner.py`, `hpu/`. ROCm GPUs are CUDA devices to torch.
-OTHER_ACCELERATOR_PATH = re.compile(r"(?:^|[/_])(xpu|tpu|hpu|npu|neuron)(?:mem)?(?:[/_.]|$)", re.IGNORECASE)
+# `mixed_precision/xpu.py`, `tpu_model_runner.py`, `hpu/`, `device_mps.py`, `xla_utils.py`, Intel
+# Gaudi's `habana/` and `gaudi_*.py`, IPEX's `*_ipex.py`. ROCm GPUs are CUDA devices to torch.
+_PLATFORMS = "xpu|tpu|hpu|npu|neuron|mps|xla|habana|gaudi|ipex"
+OTHER_ACCELERATOR_PATH = re.compile(rf"(?:^|[/_])({_PLATFORMS})(?:mem)?(?:[/_.]|$)", re.IGNORECASE)
+# Intel Gaudi goes by its maker's name too; its torch device is "hpu".
+_PLATFORM_ALIASES = {"HABANA": "HPU", "GAUDI": "HPU"}
+# The packages that drive another accelerator: a file that imports one unconditionally cannot
+# run without it. (Imported under a test, or in a `try`, they say nothing: diffusers' pipelines
+# import torch_xla where it is installed and run on CUDA GPUs elsewhere.)
+OTHER_ACCELERATOR_PACKAGES = {
+    "habana_frameworks": "HPU", "optimum.habana": "HPU", "intel_extension_for_pytorch": "IPEX", "torch_xla": "XLA",
+    "torch_npu": "NPU", "torch_neuronx": "NEURON", "torch_neuron": "NEURON", "torch_mlu": "MLU",
+}
+
+
+def platform_name(name: str) -> str:
+    """The platform a name's part (`xpu`, `habana`, `Gaudi`) stands for, as findings name it."""
+    return _PLATFORM_ALIASES.get(name.upper(), name.upper())
 
 
 def other_accelerator(relpath: str) -> str | None:
     """The accelerator, other than a CUDA GPU, that a file's path says its code is for."""
     match = OTHER_ACCELERATOR_PATH.search(relpath.replace("\\", "/"))
-    return match.group(1).upper() if match else None
+    return platform_name(match.group(1)) if match else None
 
 
-# Classes and methods named for another accelerator: `INCXPULinearBase`, `TPUModelRunner`, and
-# the per-platform methods of a custom op (vLLM's `CustomOp.forward_xpu`, `forward_cpu`), which
-# the op dispatches to only on that platform.
-OTHER_ACCELERATOR_CLASS = re.compile(r"(XPU|TPU|HPU|NPU|Neuron)(?![a-z])")
-OTHER_PLATFORM_METHOD = re.compile(r"_*forward_(xpu|tpu|hpu|npu|neuron|cpu)$")
+def other_accelerator_package(module: str) -> str | None:
+    """The accelerator whose driving package `module` (an imported module's dotted name) is part of."""
+    for package, platform in OTHER_ACCELERATOR_PACKAGES.items():
+        if module == package or module.startswith(package + "."):
+            return platform
+    return None
+
+
+# Classes and methods named for another accelerator: `INCXPULinearBase`, `TPUModelRunner`,
+# `DeviceMPS`, and the per-platform methods of a custom op (vLLM's `CustomOp.forward_xpu`,
+# `forward_cpu`), which the op dispatches to only on that platform.
+OTHER_ACCELERATOR_CLASS = re.compile(r"(XPU|TPU|HPU|NPU|Neuron|MPS|XLA|Gaudi|Habana|IPEX)(?![a-z])")
+OTHER_PLATFORM_METHOD = re.compile(rf"_*forward_({_PLATFORMS}|cpu)$")
 # Functions named for one: accelerate's `_neuron_gather_object` beside `_gpu_gather_object`.
-OTHER_PLATFORM_FUNCTION = re.compile(r"(?:^|_)(xpu|tpu|hpu|npu|neuron|xla)(?:_|$)")
+OTHER_PLATFORM_FUNCTION = re.compile(rf"(?:^|_)({_PLATFORMS})(?:_|$)")
 
 
 def other_accelerator_scope(names: list[str], class_name: str | None) -> str | None:
@@ -180,9 +224,9 @@ def other_accelerator_scope(names: list[str], class_name: str | None) -> str | N
     for name in names:
         method = OTHER_PLATFORM_METHOD.match(name) or OTHER_PLATFORM_FUNCTION.search(name)
         if method:
-            return method.group(1).upper()
+            return platform_name(method.group(1))
     match = OTHER_ACCELERATOR_CLASS.search(class_name or "")
-    return match.group(1).upper() if match else None
+    return platform_name(match.group(1)) if match else None
 
 
 # Classes whose methods prepare a model's inputs on the host, by their names: vLLM's multimodal

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from synclint.devices.conventions import VERB_NAME, classify_buffer_field, names_a_device, names_the_host
+from synclint.devices.conventions import (
+    MOVES_TO_DEVICE,
+    VERB_NAME,
+    classify_buffer_field,
+    is_settings_namespace,
+    names_a_device,
+    names_the_host,
+)
 from synclint.devices.lattice import (
     HOST,
     MODULE_OUTPUT,
@@ -31,6 +38,7 @@ from synclint.devices.lattice import (
     join_all,
 )
 from synclint.devices.torch_api import (
+    ARRAY_ONLY_METHODS,
     DATA_FACTORIES,
     DTYPE_NAMES,
     HOST_ATTRIBUTES,
@@ -112,7 +120,7 @@ class Evaluator:
         return Where(Place.HOST, Confidence.HIGH, mapping=True,
                      element=join_all(tensors) if tensors and len(tensors) == len(expr.elements) else None)
 
-    def within(self, comprehension: cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp) -> "Evaluator":
+    def within(self, comprehension: cst.BaseComp) -> "Evaluator":
         """An evaluator for the inside of a comprehension: each `for` target bound to the elements
         of its iterable (`t` of `[t.item() for t in tokens]`)."""
         env = dict(self.env)
@@ -207,6 +215,12 @@ class Evaluator:
                 return owner  # a submodule (where its module is), or a method to call (`_module_method` knows which)
             if owner.on_device and attr in OUTPUT_FIELDS:
                 return owner  # `outputs.loss`: a field of a model's output
+            if owner.place is Place.HOST_TENSOR and owner.confidence is Confidence.HIGH and not VERB_NAME.match(attr):
+                # A field of what was moved to the host (`instances.to(cpu_device).pred_boxes`): there too.
+                return host_tensor(f"{code_text(expr)} is a field of a value moved to the host")
+        if is_settings_namespace(expr.value):
+            # `args.gpu`, `self.config.device_batch`: parsed flags and settings are Python values.
+            return Where(Place.HOST, Confidence.MEDIUM, f"{code_text(expr)} is a setting")
         return classify_buffer_field(attr) or self.model.conventions.classify(attr) or UNKNOWN
 
     # compound expressions ----------------------------------------------------------
@@ -272,10 +286,19 @@ class Evaluator:
             if known is not None:
                 return known
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        returned_as = keyword_arg(call, "return_tensors")
+        if isinstance(returned_as, cst.SimpleString) and returned_as.evaluated_value == "pt":
+            # A tokenizer's or a processor's output (`tok(text, return_tensors="pt")`): CPU tensors.
+            made = host_tensor(f"{code_text(func)}(..., return_tensors=\"pt\") makes CPU tensors")
+            return Where(Place.HOST, Confidence.HIGH, made.because, element=made, mapping=True)
         if name in SAME_PLACE_CALLS and call.args and call.args[0].keyword is None:
             passed = self.eval(call.args[0].value)
             if passed.is_tensor or passed.items is not None:
                 return passed  # `accelerator.gather(t)`: a tensor like `t`, where `t` is
+        if name and MOVES_TO_DEVICE.search(name) and call.args and call.args[0].keyword is None and not self.model.host_code:
+            moved = self._moved_by_name(name, call)
+            if moved is not None:
+                return moved
         if isinstance(func, cst.Name):
             if func.value in HOST_BUILTINS:
                 return HOST
@@ -307,6 +330,18 @@ class Evaluator:
                 return self.module_output(called, func)
         return UNKNOWN
 
+    def _moved_by_name(self, name: str, call: cst.Call) -> Where | None:
+        """`device.tensor_to_device(t)`: a tensor `t` moved to the device its name says (or to the
+        device a second argument names: `send_to_device(t, "cpu")`)."""
+        if not self.eval(call.args[0].value).is_tensor:
+            return None
+        target = keyword_arg(call, "device") or (call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None
+                                                  else None)
+        if target is not None:
+            placed = self.device_of(target)
+            return placed if placed.place is not Place.UNKNOWN else None
+        return device(f"moved by {name}(...), which by its name puts it on the device", Confidence.MEDIUM)
+
     # tensors whose device the code does not say ------------------------------------
 
     def tensor(self, because: str) -> Where:
@@ -316,14 +351,17 @@ class Evaluator:
         model_code = self._model_code()
         if model_code is not None:
             return device(f"{because}, {model_code}", Confidence.MEDIUM)
+        gpus = self.model.runs_on_gpus()
+        if gpus is not None:
+            return device(f"{because}, {gpus}", Confidence.MEDIUM)
         return Where(Place.DEVICE, Confidence.LOW, f"{because}, of unknown device")
 
     def model_tensor(self, because: str) -> Where:
         """A tensor that flows from a model (its output, its loss, its parameters): on the GPU in a
-        file that puts its model or data there, and in model code; of unknown device elsewhere."""
-        placed = self.model.accelerator_use()
-        if placed is not None:
-            return device(f"{because}, in a file that puts its model or data on the GPU (`{placed}`)", Confidence.MEDIUM)
+        file or package that puts its model or data there, and in model code; of unknown device elsewhere."""
+        gpus = self.model.runs_on_gpus()
+        if gpus is not None:
+            return device(f"{because}, {gpus}", Confidence.MEDIUM)
         return self.tensor(because)
 
     def module_output(self, module: Where, func: cst.BaseExpression) -> Where:
@@ -498,6 +536,9 @@ class Evaluator:
             return base
         if base.is_tensor or base.place is Place.HOST:
             return base
+        if base.place is Place.UNKNOWN and method in ARRAY_ONLY_METHODS and self.model.imports_torch():
+            # Only a tensor or an array has `.any()`, `.max()`, ...: in torch code, a tensor.
+            return self.tensor(f"`{code_text(receiver, 40)}` has .{method}(), as only a tensor or an array has")
         return None
 
     def _module_method(self, module: Where, receiver: cst.BaseExpression, method: str, call: cst.Call) -> Where:
@@ -579,7 +620,8 @@ class Evaluator:
                 return host_tensor(text)
             if self.model.host_code:
                 return UNKNOWN  # host-side code: a device variable there is as often the CPU
-            return device(text, Confidence.MEDIUM if owner.place is Place.UNKNOWN else Confidence.HIGH)
+            # A module's device is where it was put; a settings object's or an unknown value's, a guess.
+            return device(text, Confidence.MEDIUM if owner.place in (Place.UNKNOWN, Place.HOST) else Confidence.HIGH)
         text = code_text(arg)
         if names_the_host(text):
             return host_tensor(text)
@@ -657,7 +699,7 @@ class Evaluator:
         if isinstance(annotation, cst.Subscript):
             head = self.symbols.qualname(annotation.value) or dotted_name(annotation.value) or ""
             if head.split(".")[-1] == "Optional":
-                inner = annotation.slice[0].slice
+                inner: cst.BaseSlice | cst.BaseExpression | None = annotation.slice[0].slice
                 if isinstance(inner, cst.Index):
                     return self.from_annotation(inner.value, name)
             if head.split(".")[-1] in ("list", "List", "dict", "Dict", "tuple", "Tuple", "set", "Sequence", "Mapping"):

@@ -126,9 +126,15 @@ class FlowWalker:
             # Code that calls a model (a pipeline's denoising loop, a runner's step) hands it its tensors.
             return Where(Place.DEVICE, Confidence.MEDIUM, f"{where.because}, in code that runs a model (`{runs_model}`)")
         if not (in_module or is_activation_name(name)):
-            # Helpers outside nn.Modules (CPU fallbacks, planners, processors, reference
-            # code) take host tensors as often as device ones: measured on vLLM, half of
-            # such findings were host tensors.
+            gpus = self.model.runs_on_gpus()
+            if gpus is not None:
+                # A library of a package that runs on GPUs (a trainer's helpers, a metric's
+                # update, a graph library's utils) computes on the tensors its users have there.
+                # Still a guess: what its callers pass says more (a GPU tensor: moving it is no copy).
+                self.facts.weak_params.add(name)
+                return Where(Place.DEVICE, Confidence.MEDIUM, f"{where.because}, {gpus}")
+            # Elsewhere helpers outside nn.Modules (CPU fallbacks, planners, processors,
+            # reference code) take host tensors as often as device ones.
             return Where(Place.DEVICE, Confidence.LOW, f"{where.because}, outside an nn.Module")
         return where
 
@@ -164,13 +170,13 @@ class FlowWalker:
         if isinstance(stmt, cst.For):
             inner = dict(env)
             self._bind_loop_target(stmt.target, stmt.iter, env, inner)
-            after = self.walk_block(statements(stmt.body), inner, depth + 1)
+            after = self._walk_loop_body(stmt, inner, depth)
             merged = join_env(env, after)
             if stmt.orelse is not None:
                 merged = self.walk_block(statements(stmt.orelse.body), merged, depth)
             return merged
         if isinstance(stmt, cst.While):
-            after = self.walk_block(statements(stmt.body), env, depth + 1)
+            after = self._walk_loop_body(stmt, env, depth)
             merged = join_env(env, after)
             if stmt.orelse is not None:
                 merged = self.walk_block(statements(stmt.orelse.body), merged, depth)
@@ -206,6 +212,24 @@ class FlowWalker:
             return new
         return env
 
+    MAX_LOOP_PASSES = 2  # nested loops walk their bodies up to 2**depth times
+
+    def _walk_loop_body(self, loop: cst.For | cst.While, entry: Env, depth: int) -> Env:
+        """Walk a loop's body until what holds at its top settles: a value assigned late in one
+        iteration is what the next one starts with (`prev = loss` at the end, `prev.item()` at
+        the top), as pyright's code flow iterates loops. Names bound afresh each iteration (the
+        loop target) keep what `entry` says of them. At most MAX_LOOP_PASSES walks."""
+        body = statements(loop.body)
+        top = entry
+        after = self.walk_block(body, top, depth + 1)
+        for _ in range(self.MAX_LOOP_PASSES - 1):
+            again = {**join_env(top, after), **{name: entry[name] for name in _bound_each_iteration(loop, entry)}}
+            if _settled(again, top):
+                break
+            top = again
+            after = self.walk_block(body, top, depth + 1)
+        return after
+
     def _narrowed(self, env: Env, test: cst.BaseExpression, holds: bool) -> Env:
         """`env` where `test` is `holds`: what it proves on the CPU, and what it proves a tensor."""
         env = on_cpu_in(env, test, holds)
@@ -225,8 +249,8 @@ class FlowWalker:
         if isinstance(small, cst.Assign):
             value = evaluator.eval(small.value)
             new = dict(env)
-            for target in small.targets:
-                self._bind(target.target, value, new, small.value)
+            for assign_target in small.targets:
+                self._bind(assign_target.target, value, new, small.value)
             return new
         if isinstance(small, cst.AnnAssign):
             new = dict(env)
@@ -364,6 +388,32 @@ class FlowWalker:
                 declared.discard(name)
             else:
                 self.facts.self_attrs[name] = join(old, value)
+
+
+def _settled(now: Env, before: Env) -> bool:
+    """Whether every name lives where it did, as sure (the explanations may differ)."""
+    if now.keys() != before.keys():
+        return False
+    return all((w.place, w.confidence, w.is_none) == (b.place, b.confidence, b.is_none)
+               for name, w in now.items() for b in (before[name],))
+
+
+def _bound_each_iteration(loop: cst.For | cst.While, entry: Env) -> list[str]:
+    """The names a `for` loop's target binds at the top of every iteration (none for `while`)."""
+    if not isinstance(loop, cst.For):
+        return []
+    names = [node.value for node in _target_names(loop.target)]
+    return [name for name in names if name in entry]
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
 
 
 def join_env(a: Env, b: Env) -> Env:

@@ -36,7 +36,7 @@ from synclint.devices.symbols import Symbols
 from synclint.devices.usage import runs_a_model, tensor_uses
 from synclint.model import Confidence
 from synclint.project.facts import EMPTY_VIEW, ProjectFile
-from synclint.syntax import Scope, dotted_name, is_property, local_assignments, statements
+from synclint.syntax import Scope, code_text, dotted_name, is_property, local_assignments, statements
 
 
 class DeviceModel:
@@ -66,13 +66,14 @@ class DeviceModel:
         self._local_values: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._calls_by_name: dict[str, list[cst.Call]] | None = None
         self._accelerator_use: list[str | None] = []  # computed once: [the answer]
+        self._imports_torch: bool | None = None
         self._tensor_uses: dict[int, dict[str, str]] = {}
         self._model_calls: dict[int, str | None] = {}  # id(class or function) -> its first call of a model
 
     # ---- the question rules ask ---------------------------------------------------------
 
     def where(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None,
-              comprehensions: Sequence[cst.CSTNode] = ()) -> Where:
+              comprehensions: Sequence[cst.BaseComp] = ()) -> Where:
         """Where `expr` lives, evaluated just before statement `stmt` of `scope`, inside the
         `comprehensions` around it (outermost first), whose targets it may name."""
         evaluator = self._evaluator(scope, stmt)
@@ -85,6 +86,20 @@ class DeviceModel:
             return Where(found.place, Confidence.LOW, f"{found.because}; but {cpu_path.because}",
                          found.is_none, found.items, found.element)
         return found
+
+    def where_read(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None,
+                   comprehensions: Sequence[cst.BaseComp] = ()) -> Where:
+        """Where `expr` lives, given that the code reads its values on the host with `.item()` or
+        `.tolist()`: only a tensor or a numpy value has those, so in torch code a value of
+        unknown type read so is a tensor (`Evaluator.tensor`: on the GPU where the file or
+        its package runs on GPUs); numpy evidence makes it a host value as before."""
+        found = self.where(expr, scope, stmt, comprehensions)
+        if found.place is not Place.UNKNOWN:
+            return found
+        evaluator = self._evaluator(scope, stmt)
+        for comprehension in comprehensions:
+            evaluator = evaluator.within(comprehension)
+        return evaluator.tensor(f"`{code_text(expr, 40)}` is read as only a tensor or an array can be")
 
     def platform_at(self, scope: Scope | None, stmt: cst.CSTNode | None) -> str | None:
         """The accelerator other than a CUDA GPU that the code at `stmt` runs on, by the branch it
@@ -207,6 +222,23 @@ class DeviceModel:
             self._accelerator_use.append(None if self.host_code else accelerator_use(self.module))
         return self._accelerator_use[0]
 
+    def imports_torch(self) -> bool:
+        """Whether the module imports torch (any of its modules)."""
+        if self._imports_torch is None:
+            self._imports_torch = any(q == "torch" or q.startswith("torch.") for q in self.symbols.imports.aliases.values())
+        return self._imports_torch
+
+    def runs_on_gpus(self) -> str | None:
+        """Why this file's tensors of unknown device are on the GPU: the file puts its model or
+        data there, or its package runs on GPUs (synclint.project.text_facts); None when nothing
+        says so, and in host-side code."""
+        placed = self.accelerator_use()
+        if placed is not None:
+            return f"in a file that puts its model or data on the GPU (`{placed}`)"
+        if self.project.gpu_package and not self.host_code:
+            return f"in a package that runs on GPUs ({self.project.gpu_package})"
+        return None
+
     def tensor_uses(self, scope: Scope) -> dict[str, str]:
         """The names `scope` uses as only a tensor can be used (`usage.tensor_uses`), once."""
         found = self._tensor_uses.get(id(scope))
@@ -232,7 +264,7 @@ class DeviceModel:
         self._class_attrs.clear()
         self._returns.clear()
 
-    def local_values(self, func: Scope) -> dict[str, list[cst.BaseExpression | None]]:
+    def local_values(self, func: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
         """The values assigned to each name in `func`'s own body (`syntax.local_assignments`), once."""
         found = self._local_values.get(id(func))
         if found is None:

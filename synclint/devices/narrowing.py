@@ -11,6 +11,7 @@ import re
 
 import libcst as cst
 
+from synclint.devices.conventions import platform_name
 from synclint.devices.lattice import Env, host_tensor
 from synclint.syntax import code_text
 
@@ -94,7 +95,10 @@ def tensors_when(test: cst.BaseExpression, holds: bool, qualname) -> dict[str, s
 # TPU/XLA, HPU, MPS, ...): its value's `because` names it. No Python name can collide with it.
 OTHER_PLATFORM = " other platform"
 _OTHER_PLATFORMS = ("xpu", "npu", "hpu", "tpu", "xla", "mps", "mlu", "neuron")
-_PLATFORM_CHECK = re.compile(r"^is_(?:torch_)?(xpu|npu|hpu|tpu|xla|mps|mlu|neuron)(?:_available)?$")
+_PLATFORM_CHECK = re.compile(r"^is_(?:torch_)?(xpu|npu|hpu|tpu|xla|mps|mlu|neuron|ipex|habana|gaudi)"
+                             r"(?:_available|_installed)?$")
+# `torch.backends.mps.is_available()`, `torch.xpu.is_available()`: a platform's own module asked.
+_MODULE_CHECKS = ("is_available", "is_built", "is_initialized")
 _PLATFORM_NAME = re.compile(r"(?:^|_)(XPU|NPU|HPU|TPU|XLA|MPS|MLU|NEURON)(?:$|_)", re.IGNORECASE)
 
 
@@ -115,7 +119,11 @@ def other_platform_when(test: cst.BaseExpression, holds: bool) -> str | None:
             test.func.value if isinstance(test.func, cst.Name) else "")
         match = _PLATFORM_CHECK.match(name)
         if match:
-            return match.group(1).upper()
+            return platform_name(match.group(1))
+        if name in _MODULE_CHECKS and isinstance(test.func, cst.Attribute):
+            owner = code_text(test.func.value).split(".")
+            if owner[0] == "torch" and owner[-1] in _OTHER_PLATFORMS:
+                return owner[-1].upper()
         if name == "hasattr" and len(test.args) == 2 and isinstance(test.args[1].value, cst.SimpleString):
             attr = test.args[1].value.evaluated_value
             if isinstance(attr, str) and attr in _OTHER_PLATFORMS and code_text(test.args[0].value) == "torch":

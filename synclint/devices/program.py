@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from synclint.devices.conventions import names_a_device, names_the_host
+from synclint.devices.conventions import names_a_device, names_the_host, other_accelerator_package
 from synclint.syntax import code_text, dotted_name, keyword_arg, last_name, positional_args
 from synclint.traversal import walk
 
@@ -65,3 +65,23 @@ def accelerator_use(module: cst.Module) -> str | None:
 
     walk(module, Finder())
     return found[0] if found else None
+
+
+def required_accelerator(module: cst.Module) -> str | None:
+    """The accelerator other than a CUDA GPU whose package the module imports unconditionally
+    (at its top level, in no `if` or `try`): it cannot run without that accelerator's stack."""
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                names = [dotted_name(alias.name) or "" for alias in small.names]
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                names = [dotted_name(small.module) or ""]
+            else:
+                continue
+            for name in names:
+                platform = other_accelerator_package(name)
+                if platform is not None:
+                    return platform
+    return None

@@ -41,6 +41,16 @@ SEQUENCE_OPERATIONS = frozenset(
 )
 NEW_TENSOR_METHODS = frozenset("new_tensor new_zeros new_ones new_empty new_full".split())
 
+# Reductions and comparisons that a torch tensor and a numpy array have and no builtin value has
+# (a list, a dict, a str, a number): their result, of a value of unknown type in a module that
+# imports torch, is a tensor (numpy evidence, seen first, makes the value a host one). What code
+# tests or reads on the host (`if x.any():`, `bool(t.max() == 0)`, `float(norm.sum())`). Methods
+# that keep the receiver's shape or dtype (`view`, `float`) say nothing of where it lives.
+ARRAY_ONLY_METHODS = frozenset(
+    "any all sum mean std var max min argmax argmin amax amin nonzero count_nonzero norm prod "
+    "isnan isinf isfinite isneginf isposinf eq ne gt lt ge le".split()
+)
+
 DTYPE_NAMES = frozenset(
     "float float16 float32 float64 bfloat16 half double int int8 int16 int32 int64 long uint8 bool "
     "complex64 complex128 float8_e4m3fn float8_e5m2 short".split()

@@ -138,7 +138,8 @@ class Demand:
             for qual, func in sorted(summary.functions.items()):
                 if any(c.rpartition(".")[2] == name for c in (*func.calls, *func.reads)):
                     self._queue(i, qual)
-        elif (func := summary.functions.get(name)) is not None:
+        elif name in summary.functions:
+            func = summary.functions[name]
             for callee in (*func.calls, *func.reads, *func.returns_calls, *func.device_args):
                 self._need(callee)
             if i in self.checked:  # (what callers tell a dependency is not looked for: see above)

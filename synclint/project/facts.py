@@ -26,6 +26,7 @@ class ProjectFile:
     package: str = ""  # where its relative imports start
     view: "ProjectView | None" = None  # facts from the rest of the project
     host_fields: frozenset[str] = frozenset()  # names of data the project keeps on the CPU (see host_field_names)
+    gpu_package: str = ""  # why the file's package runs on GPUs (synclint.project.text_facts), "" if nothing says so
 
 
 
@@ -194,6 +195,73 @@ class ProjectView:
 
 
 EMPTY_VIEW = ProjectView()
+
+
+def widened(before: ProjectView | None, now: ProjectView | None) -> ProjectView | None:
+    """The view a file is checked with in the next round of a project run: every fact of
+    `before` (the view it was last checked with) and of `now` (what the index says now), and
+    where both hold a fact under one name, the stronger of the two (`_strength`).
+
+    A file's view can depend on its own summary (what its callers pass a function of its own
+    is solved in the index from the summary of the file that holds both), and a summary on its
+    view: such a fact can turn a parameter from "a caller must say" into "known", and the fact
+    then goes away, and so on. Views that only grow, each fact to the stronger of a total order,
+    reach a fixed point in a finite number of rounds, wherever the rounds start, so the result
+    of a run does not depend on where it stopped."""
+    if before is None or not before:
+        return now
+    if now is None or not now or now.digest() == before.digest():
+        return before
+    return ProjectView(
+        functions=_stronger_of(before.functions, now.functions),
+        class_attrs=_nested(before.class_attrs, now.class_attrs),
+        class_bases=_stronger_of(before.class_bases, now.class_bases),
+        properties={name: tuple(sorted({*before.properties.get(name, ()), *now.properties.get(name, ())},
+                                       key=_canonical))
+                    for name in sorted(before.properties.keys() | now.properties.keys())},
+        fields=before.fields | now.fields,
+        device_params=_nested(before.device_params, now.device_params),
+        host_params=_nested(before.host_params, now.host_params),
+    )
+
+
+def _nested(a: dict, b: dict) -> dict:
+    return {key: _stronger_of(a.get(key, {}), b.get(key, {})) for key in sorted(a.keys() | b.keys())}
+
+
+def _stronger_of(a: dict, b: dict) -> dict:
+    merged = {}
+    for key in sorted(a.keys() | b.keys()):
+        if key not in a or key not in b:
+            merged[key] = a[key] if key in a else b[key]
+        else:
+            merged[key] = max(a[key], b[key], key=_strength)
+    return merged
+
+
+def _strength(fact: object) -> tuple:
+    """A total order on facts of one kind: what says more of the GPU is stronger (a device
+    value over a host one, a surer one over a guess, a chain to a sync over none); ties go by
+    the fact's canonical bytes, so the choice never depends on the order of the rounds."""
+    if isinstance(fact, Where):
+        rank: tuple = (fact.on_device, fact.is_tensor, int(fact.confidence))
+    elif isinstance(fact, FunctionFact):
+        returns = fact.returns
+        rank = (fact.chain is not None, int(fact.chain.confidence) if fact.chain else 0,
+                returns is not None and returns.on_device, int(returns.confidence) if returns else 0)
+    elif isinstance(fact, tuple):
+        rank = (len(fact),)
+    else:
+        rank = ()
+    return (*rank, _canonical(fact))
+
+
+def _canonical(fact: object) -> bytes:
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=4)
+    pickler.fast = True  # no memo: equal facts that share objects differently give equal bytes
+    pickler.dump(fact)
+    return buffer.getvalue()
 
 
 def short_name(qualname: str) -> str:

@@ -57,7 +57,9 @@ class ProjectIndex:
         self.classes: dict[str, ClassSummary] = {}
         self.host_keywords: dict[tuple[str, str], str] = {}  # (name, keyword) -> a call passing a host tensor
         on_device: set[tuple[str, str]] = set()
-        for summary in summaries:
+        # In the order of their modules, not of the run's files: the files named in another
+        # order, or finished in another order, solve to the same facts.
+        for summary in sorted(summaries, key=lambda summary: (summary.module, summary.path)):
             self.functions.update(summary.functions)
             self.classes.update(summary.classes)
             for key, (example, device_seen) in summary.keyword_args.items():
@@ -69,6 +71,8 @@ class ProjectIndex:
                     self.host_keywords[key] = example
         for key in on_device:
             self.host_keywords.pop(key, None)
+        self.functions = dict(sorted(self.functions.items()))
+        self.classes = dict(sorted(self.classes.items()))
         self._resolved: dict[str, str | None] = {}
         self.chains: dict[str, Chain] = {}
         self.returns: dict[str, Where] = {}
@@ -172,8 +176,8 @@ class ProjectIndex:
         for _ in range(10):  # chains of helpers returning helpers' results; bounded
             changed = False
             for qual, func in symbolic:
-                found = [self._returned(callee) for callee in func.returns_calls]
-                if any(w is None for w in found):
+                found = [w for callee in func.returns_calls if (w := self._returned(callee)) is not None]
+                if len(found) < len(func.returns_calls):
                     continue  # one path returns something unknown: say nothing
                 result = found[0]
                 for other in found[1:]:

@@ -260,6 +260,8 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
         if mark is not None and mark.silences(rule.code):
             continue
         code = ctx.module.code_for_node(report.node)
+        if isinstance(report.node, cst.Name) and (quoted := _quoted_expression(report.message)) is not None:
+            code = quoted  # reported at a method's name (`.to`, where a chain copies): the call its message quotes
         scope = report.site.scope
         once = None
         cls = ctx.devices.symbols.class_of(scope) if isinstance(scope, cst.FunctionDef) else None
@@ -272,6 +274,15 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
         if func.sync is not None and (func.sync.confidence, -func.sync.row) >= (confidence, -row):
             continue
         func.sync = SyncSite(rule.code, one_line(code, 60), relpath, row, confidence, once)
+
+
+def _quoted_expression(message: str) -> str | None:
+    """The expression a finding's message opens with (`` `host.to("cuda")` copies ...``), if it does."""
+    if message.startswith("`"):
+        end = message.find("`", 1)
+        if end > 1:
+            return message[1:end]
+    return None
 
 
 def _is_dataclass(cls: cst.ClassDef | None) -> bool:
@@ -323,7 +334,7 @@ def _cached_by(module: cst.Module, test: cst.BaseExpression) -> str | None:
             and isinstance(test.expression.func, cst.Name) and test.expression.func.value == "hasattr"
             and len(test.expression.args) == 2 and isinstance(test.expression.args[1].value, cst.SimpleString)):
         name = test.expression.args[1].value.evaluated_value
-        return f"{module.code_for_node(test.expression.args[0].value)}.{name}"
+        return f"{module.code_for_node(test.expression.args[0].value)}.{name}" if isinstance(name, str) else None
     return None
 
 

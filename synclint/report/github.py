@@ -1,4 +1,5 @@
-"""GitHub Actions workflow commands: one `::warning` annotation per finding."""
+"""GitHub Actions workflow commands: one `::warning` annotation per finding, its message with the
+`because` on a second line."""
 
 from __future__ import annotations
 
@@ -28,4 +29,4 @@ def write_github(findings: list[Finding], stream: TextIO) -> None:
                 f"title={_escape_property(f'{f.code} ({f.name})')}",
             ]
         )
-        stream.write(f"::{level} {props}::{_escape_data(f'{f.code} {f.message}')}\n")
+        stream.write(f"::{level} {props}::{_escape_data(f'{f.code} {f.explained()}')}\n")

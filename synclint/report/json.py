@@ -41,6 +41,7 @@ def finding_to_json(f: Finding) -> dict:
         "context": f.context,
         "because": f.because,
         **({} if f.runtime_syncs is None else {"runtime_syncs": f.runtime_syncs}),
+        **({} if f.runtime_wait_s is None else {"runtime_wait_s": f.runtime_wait_s}),
     }
 
 

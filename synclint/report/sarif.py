@@ -1,9 +1,10 @@
-"""SARIF 2.1.0, as GitHub code scanning accepts it: rules with help, results, fixes."""
+"""SARIF 2.1.0, as GitHub code scanning accepts it: rules with help, results (the message with its
+`because` on a second line, and `because` in the properties), fixes."""
 
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import Any, TextIO
 
 from synclint import __version__
 from synclint.model import Finding
@@ -41,10 +42,10 @@ def sarif_document(findings: list[Finding], rules) -> dict:
     index = {d["id"]: i for i, d in enumerate(descriptors)}
     results = []
     for f in findings:
-        result = {
+        result: dict[str, Any] = {
             "ruleId": f.code,
             "level": "error" if f.code in ENGINE_RULES else "warning",
-            "message": {"text": f.message},
+            "message": {"text": f.explained()},
             "locations": [
                 {
                     "physicalLocation": {
@@ -53,7 +54,10 @@ def sarif_document(findings: list[Finding], rules) -> dict:
                     }
                 }
             ],
-            "properties": {"confidence": str(f.confidence), "context": f.context},
+            "properties": {"confidence": str(f.confidence), "context": f.context,
+                           **({} if f.runtime_syncs is None else {"runtimeSyncs": f.runtime_syncs}),
+                           **({} if f.runtime_wait_s is None else {"runtimeWaitSeconds": f.runtime_wait_s}),
+                           **({"because": f.because} if f.because else {})},
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]

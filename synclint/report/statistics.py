@@ -1,4 +1,5 @@
-"""`--statistics`: one line per rule, most frequent first, then the total."""
+"""`--statistics`: one line per rule, most frequent first, then the total; each line ends with
+its count split by context, hottest first (`loop 3, step 1, code 2`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,14 @@ from collections import Counter
 from typing import TextIO
 
 from synclint.model import Applicability, Finding
+from synclint.report.text import HOTNESS
+
+
+def _contexts(findings: list[Finding]) -> str:
+    counts = Counter(f.context for f in findings)
+    names = list(HOTNESS)  # loop, step, interval, code, init, test
+    order = sorted(counts, key=lambda c: (names.index(c) if c in names else len(names), c))
+    return ", ".join(f"{context} {counts[context]}" for context in order)
 
 
 def write_statistics(findings: list[Finding], stream: TextIO, hidden_tests: int = 0) -> None:
@@ -13,7 +22,7 @@ def write_statistics(findings: list[Finding], stream: TextIO, hidden_tests: int 
     fixable = Counter(f.code for f in findings if f.fix is not None and f.fix.applicability is Applicability.SAFE)
     for (code, name), count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         mark = "[*]" if fixable[code] else "   "
-        stream.write(f"{count:6d}\t{code}\t{mark} {name}\n")
+        stream.write(f"{count:6d}\t{code}\t{mark} {name}\t{_contexts([f for f in findings if f.code == code])}\n")
     fixable_total = sum(fixable.values())
     notes = []
     if fixable_total:
@@ -23,4 +32,6 @@ def write_statistics(findings: list[Finding], stream: TextIO, hidden_tests: int 
     total = f"{len(findings):6d}\ttotal"
     if notes:
         total += f"\t{'[*]' if fixable_total else '   '} " + "; ".join(notes)
+    if findings:
+        total += ("" if notes else "\t") + f"\t{_contexts(findings)}"
     stream.write(total + "\n")

@@ -1,4 +1,13 @@
-"""Human output: `path:row:col: CODE message`, and in full text the source line marked (rich)."""
+"""Human output: `path:row:col: CODE message`, and in full text the source line marked (rich).
+
+The full text report shows the findings that cost most first: those paid every step (a per-step
+method, a loop: contexts `step` and `loop`), then those paid every so many steps (`interval`),
+then the rest (`code`: once per call as far as synclint knows), set-up code (`init`) and tests
+last; by file, line and column within each group (with `--runtime-report`, the findings a run
+confirmed come first, by measured wait). Its header lines name the context. The
+concise format, like the machine formats (JSON, SARIF, GitHub), lists findings by file, line
+and column.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +15,18 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from synclint.model import Applicability, Finding
+from synclint.runtime import runtime_note
+
+
+# How often a finding's context pays its wait, most often first (config.CONTEXTS names them).
+HOTNESS = {"loop": 0, "step": 0, "interval": 1, "code": 2, "init": 3, "test": 4}
+
+
+def hot_first(findings: list[Finding]) -> list[Finding]:
+    """The findings (in file order) with those paid every step first (see the module docstring);
+    with a runtime report, those a run confirmed come before all of them, in the order of their
+    measured wait (`runtime.confirm` gives that order)."""
+    return sorted(findings, key=lambda f: (0, 0) if f.runtime_syncs else (1, HOTNESS.get(f.context, len(HOTNESS))))
 
 
 def headline(f: Finding) -> str:
@@ -20,6 +41,7 @@ class Outcome:
     hidden_tests: int = 0
     errors: int = 0
     quiet: bool = False  # --quiet: the findings only
+    no_files: bool = False  # the paths held no Python file to check
 
 
 NOTHING_ELSE = Outcome()
@@ -35,6 +57,8 @@ def summary(findings: list[Finding], outcome: Outcome = NOTHING_ELSE) -> str:
     if outcome.errors:
         text = (f"Found {_plural(n, 'finding')}, and {_plural(outcome.errors, 'error')}: not everything was checked."
                 if n else f"{_plural(outcome.errors, 'error')}; no findings in what could be checked.")
+    elif not n and outcome.no_files:
+        text = "No Python files checked."
     elif not n:
         text = "All checks passed!"
     else:
@@ -65,11 +89,11 @@ def write_text(findings: list[Finding], stream: TextIO, color: bool | None = Non
 
     console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=color, no_color=(color is False) or None,
                       emoji=False)
-    for f in findings:
+    for f in hot_first(findings):
         mark = " [*]" if f.fix is not None and f.fix.applicability is Applicability.SAFE else ""
         console.print(
             f"[bold]{escape(f.filename)}[/]:{f.location.row}:{f.location.column}: "
-            f"[bold red]{f.code}[/]{mark} {escape(f.message)}"
+            f"[bold red]{f.code}[/]{mark} [magenta]({f.context})[/] {escape(f.message)}"
         )
         if f.source_line:
             gutter = len(str(f.location.row))
@@ -81,7 +105,7 @@ def write_text(findings: list[Finding], stream: TextIO, color: bool | None = Non
             console.print(f"[blue]{f.location.row} |[/] {escape(line)}")
             console.print(f"[blue]{' ' * gutter} |[/] {' ' * start}[bold red]{'^' * width}[/] [red]{f.code}[/]")
             if f.runtime_syncs:
-                console.print(f"[blue]{' ' * gutter} =[/] [green]confirmed[/]: a test run saw {f.runtime_syncs} sync(s) here")
+                console.print(f"[blue]{' ' * gutter} =[/] [green]confirmed[/]: {escape(runtime_note(f))}")
             if f.because:
                 console.print(f"[blue]{' ' * gutter} =[/] [cyan]because[/]: {escape(f.because)} ({f.confidence} confidence)")
             console.print()

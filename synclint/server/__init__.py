@@ -2,7 +2,7 @@
 
 It is the flow of `synclint check --stdin-filename` for one buffer at a time, kept warm: the same
 engine, settings, project index, cache and fix engine, with LSP as its report format. It needs
-pygls, which the `server` extra installs (`pip install 'synclint[server]'`); the linter itself
+pygls, which the `server` extra installs (`pip install '<your clone of synclint>[server]'`); the linter itself
 does not.
 
   app.py      the LSP side: messages, debounced checks, publishing, progress, exit
@@ -15,7 +15,18 @@ does not.
 
 from __future__ import annotations
 
-EXTRA = "synclint[server]"
+from pathlib import Path
+
+def install_command() -> str:
+    """How to install the server extra into this synclint: synclint is on no package index, so
+    from its clone: this one's folder when it runs from a clone (an editable install, a
+    checkout), else the clone it was installed from, which only the user knows."""
+    home = Path(__file__).resolve().parent.parent.parent
+    try:
+        ours = 'name = "synclint"' in (home / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        ours = False
+    return f"pip install '{home}[server]'" if ours else "pip install '<your clone of synclint>[server]'"
 
 
 def missing_extra() -> str | None:
@@ -24,6 +35,5 @@ def missing_extra() -> str | None:
         import lsprotocol.types  # noqa: F401
         import pygls.lsp.server  # noqa: F401
     except ImportError:
-        return f"`synclint server` needs pygls, which the server extra installs: pip install '{EXTRA}'"
+        return f"`synclint server` needs pygls, which the server extra installs: {install_command()}"
     return None
-

@@ -351,8 +351,14 @@ def create_server(cache_dir: Path | None = None, jobs: int | None = None) -> Syn
         if not found:
             return None
         shown = list({f.code: rules[f.code] for f in found}.values())
+        measured = None
+        if checked.settings.runtime_report is not None:
+            from synclint.runtime import measured_note
+
+            measured = measured_note(checked.settings.runtime_report, checked.path, found[0])
         return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=convert.hover_markdown(shown)),
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                         value=convert.hover_markdown(shown, measured)),
             range=lines.range(found[0].location, found[0].end_location),
         )
 

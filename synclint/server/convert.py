@@ -100,9 +100,7 @@ def rule_docs_href(rule: type[Rule]) -> str | None:
 
 def message(finding: Finding) -> str:
     """The finding's message and why synclint believes it (`because`), as the text report shows them."""
-    if finding.because:
-        return f"{finding.message}\nbecause: {finding.because} ({finding.confidence} confidence)"
-    return finding.message
+    return finding.explained()
 
 
 def diagnostic(finding: Finding, lines: Lines, version: int | None, rules: dict[str, type[Rule]]) -> types.Diagnostic:
@@ -193,6 +191,8 @@ def _common_prefix(a: str, b: str) -> int:
 # ---- hover ---------------------------------------------------------------------------------
 
 
-def hover_markdown(rules: list[type[Rule]]) -> str:
-    """The documentation of each rule, as `synclint rule CODE` prints it."""
-    return "\n---\n\n".join(rule.markdown() for rule in rules)
+def hover_markdown(rules: list[type[Rule]], measured: str | None = None) -> str:
+    """The documentation of each rule, as `synclint rule CODE` prints it; first, when the
+    workspace's `runtime-report` saw syncs on the line, what it measured there."""
+    docs = "\n---\n\n".join(rule.markdown() for rule in rules)
+    return docs if measured is None else f"**Measured** (`runtime-report`): {measured}\n\n---\n\n{docs}"

@@ -4,7 +4,8 @@ Nothing here knows LSP. It is `synclint check --stdin-filename` kept warm: the s
 nearest `[tool.synclint]` (`SettingsResolver`), the cache a CLI run from the same folder uses,
 and for each package the state that the last run over it left there (`runner.package_state`),
 against which a buffer is checked as pre-commit checks an edited file (`runner.check_unsaved`).
-Every method runs on the server's one checking thread: libcst parses are not thread-safe
+A configured baseline hides the findings it records, as `synclint check` does (a baseline that
+cannot be read is a configuration error). Every method runs on the server's one checking thread: libcst parses are not thread-safe
 (`engine.parse_module`), and the GIL would give nothing to a second thread.
 """
 
@@ -13,12 +14,13 @@ from __future__ import annotations
 import io
 import os
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from synclint.baseline import Baseline, BaselineError
 from synclint.cache.entries import PackageState
 from synclint.cache.store import DEFAULT_DIR, Cache
-from synclint.config import Settings, SettingsResolver
+from synclint.config import ConfigError, Settings, SettingsResolver
 from synclint.engine import FileResult
 from synclint.files import relative_to_root
 from synclint.project.facts import ProjectFile
@@ -65,6 +67,7 @@ class Session:
         self.packages = {}
         self._cache: Cache | None = None
         self._read: dict[str, tuple[int, int] | None] = {}  # files the settings came from, as they were
+        self._baselines: dict[Path, Baseline] = {}  # read once each, until the next reload
 
     def settings(self, path: Path) -> Settings:
         """The settings of the file (ConfigError: its configuration is broken), read again when
@@ -113,8 +116,22 @@ class Session:
         package = self.package(path, settings)
         state = package.state if package is not None else None
         result, project = check_unsaved(buffer_bytes(text), path, settings, state, self.cwd, self.cache())
+        if settings.baseline is not None:
+            findings, _ = self.baseline(settings.baseline).filter(result.findings, self.cwd)
+            result = replace(result, findings=findings)
         shown = display_path(path, self.cwd)
         return Checked(path, shown, version, text, settings, result, project, state), package
+
+    def baseline(self, path: Path) -> Baseline:
+        """The baseline file at `path` (ConfigError: it cannot be read; a file the settings came
+        from, so a change to it reloads them)."""
+        baseline = self._baselines.get(path)
+        if baseline is None:
+            try:
+                baseline = self._baselines[path] = Baseline.load(path)
+            except BaselineError as exc:
+                raise ConfigError(str(exc)) from None
+        return baseline
 
     def refresh(self, package: Package) -> bool:
         """Take the package's state again from the cache, after a run over it: whether one was

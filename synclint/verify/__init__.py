@@ -6,7 +6,8 @@ package, `synclint.verify.command` or the pytest plugin costs no torch.
 
 - `cuda`: counts syncs on a GPU (`torch.cuda.set_sync_debug_mode("warn")` through a
   warnings hook, plus wrappers for the synchronize calls the debug mode misses) and times
-  how long a call takes to return with GPU work queued.
+  how long a call takes to return with GPU work queued; `WaitTimer` times the syncing torch
+  calls of a whole program (`synclint trace`, `synclint.trace`, which runs this same detector).
 - `cpu`: the simulation for machines without CUDA: a dispatch mode that records the
   operations that would sync if the tensors lived on a GPU (see `cpu.CATALOGUE_COVERAGE`).
 - `command`: `synclint verify`, which runs each fixture before and after the fixer.

@@ -149,7 +149,7 @@ def verify_fixture(folder: Path, ctx: Context, rule_names: dict[str, str]) -> li
             return [_error_row(base, "", f"before.py does not import: {type(exc).__name__}: {exc}")]
         after = None
         after_problem = fixture.fixer_problem if fixture.has_fix else None
-        if after_file:
+        if after_file and fixture.fixed_text is not None:
             try:
                 after = exec_module(fixture.fixed_text, after_file, f"{tag}_after")
                 modules.append(after)

@@ -33,7 +33,8 @@ import math
 import os
 import sys
 from contextlib import ExitStack, contextmanager
-from typing import Any, Callable, Iterator
+from types import FrameType
+from typing import Any, Callable, Iterator, TypeGuard
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -79,7 +80,7 @@ _INDEX_PUT = {"index_put", "index_put_", "_index_put_impl_"}
 _LIFTS = {"lift_fresh", "lift", "lift_fresh_copy"}
 
 
-def _is_tensor(x: Any) -> bool:
+def _is_tensor(x: Any) -> TypeGuard[torch.Tensor]:
     return isinstance(x, torch.Tensor)
 
 
@@ -90,7 +91,7 @@ def _root(t: torch.Tensor) -> torch.Tensor:
 
 def _called_from_torch() -> bool:
     """Is the Python-level torch call being handled made by torch's own Python code?"""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and (frame.f_code.co_filename.startswith(_VERIFY_DIR)
                                  or frame.f_code.co_filename.endswith(os.sep + "overrides.py")):
         frame = frame.f_back
@@ -188,7 +189,7 @@ class Simulator:
         if name == "_local_scalar_dense":
             if dev(first):
                 self.emit(SYNC, "aten._local_scalar_dense (.item(), bool(), int(), float(), format)")
-            else:
+            elif first is not None:
                 self.read_host(first, "aten._local_scalar_dense")
             return
         if self._pending and not func.is_view:
@@ -221,7 +222,7 @@ class Simulator:
             device = kwargs.get("device")
             if device is not None:
                 to_device = self.names_device(device)
-                if to_device != dev(first):
+                if first is not None and to_device != dev(first):
                     self.transfer(first, to_device, bool(kwargs.get("non_blocking", False)), None, "aten._to_copy")
         elif name in ("masked_fill", "masked_fill_"):
             value = args[2] if len(args) > 2 else kwargs.get("value")
@@ -496,8 +497,8 @@ class Simulator:
             yield
 
     @contextmanager
-    def watch(self) -> Iterator[Recording]:
-        recording = Recording()
+    def watch(self, recording: Recording | None = None) -> Iterator[Recording]:
+        recording = Recording() if recording is None else recording
         self.recording = recording
         try:
             with synchronize_wrappers(self.synchronized, call_through=False), self._modes():

@@ -7,7 +7,14 @@ watch sets it for one call and restores the previous mode; the warnings are caug
 warnings pass through to the previous hook). The debug mode misses `torch.cuda.synchronize()`,
 `Event.synchronize()` and `torch.accelerator.synchronize()`: the wrappers count those.
 
-Timing: a call that syncs cannot return before the GPU's queue drains. `HostClock` queues
+Timing a program (`synclint trace`): `WaitTimer`, a `TorchFunctionMode`, times every torch call
+made from Python with the host's clock; the debug-mode warning of a sync is issued as the call
+returns (torch buffers C++ warnings until its binding exits), so the syncs recorded during a
+call are known when it returns, and the first of them carries the call's host time: the wait
+for the GPU's queue plus the call's own launch cost (microseconds). The wrapped synchronize
+calls time themselves.
+
+Timing a kernel (`synclint verify`): a call that syncs cannot return before the GPU's queue drains. `HostClock` queues
 about 20 ms of GPU work (`torch.cuda._sleep`, calibrated once in cycles per millisecond) and
 times how long the call takes to return: about 20 ms means it waited. This also catches the
 waits the debug mode cannot see (non-blocking copies from pageable memory of 4 MB and more).
@@ -24,6 +31,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from synclint.verify.sites import SYNC, Recording, SyncEvent, in_allowed_region, user_site
 from synclint.verify.wrappers import inside_wrapper, synchronize_wrappers
@@ -53,13 +61,16 @@ class CudaDetector:
         torch.cuda.synchronize(self.device)
 
     @contextmanager
-    def watch(self) -> Iterator[Recording]:
-        recording = Recording()
+    def watch(self, recording: Recording | None = None) -> Iterator[Recording]:
+        """Count the syncs of this thread into `recording` (a new one unless given). The synchronize
+        wrappers also time each real call: its event carries the host's wait (`SyncEvent.wait_s`)."""
+        recording = Recording() if recording is None else recording
         owner = threading.get_ident()
         previous_mode = torch.cuda.get_sync_debug_mode()
         with warnings.catch_warnings():
             # "always": the default action shows a warning once per line, and we need every one.
             warnings.filterwarnings("always", message=re.escape(SYNC_WARNING))
+            warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
             previous_hook = warnings.showwarning
 
             def hook(message, category, filename, lineno, file=None, line=None):
@@ -70,12 +81,41 @@ class CudaDetector:
                 previous_hook(message, category, filename, lineno, file, line)
 
             warnings.showwarning = hook
-            with synchronize_wrappers(lambda label: self._emit(recording, f"{label}()"), call_through=True):
+            marks: list[int] = []  # where each wrapped call's event went (a stack: calls may nest)
+
+            def called(label: str) -> None:
+                marks.append(len(recording.events))
+                self._emit(recording, f"{label}()")
+
+            def returned(seconds: float) -> None:
+                recording.timed(marks.pop(), seconds)
+
+            with synchronize_wrappers(called, call_through=True, on_return=returned):
                 torch.cuda.set_sync_debug_mode("warn")
                 try:
                     yield recording
                 finally:
                     torch.cuda.set_sync_debug_mode(previous_mode)
+
+
+class WaitTimer(TorchFunctionMode):
+    """Inside a `CudaDetector.watch(recording)`: each torch call that synced gives its host time to
+    the first sync recorded during it (`Recording.timed`). Nested torch calls run with the mode
+    popped, so the outermost call from Python is the one timed."""
+
+    def __init__(self, recording: Recording) -> None:
+        super().__init__()
+        self.recording = recording
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        events = self.recording.events
+        first = len(events)
+        start = time.perf_counter()
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            if len(events) > first:
+                self.recording.timed(first, time.perf_counter() - start)
 
 
 class HostClock:

@@ -119,7 +119,8 @@ def measure(fn: Callable, make_args: Callable[[Any], tuple], detector, clock, pl
             device.append(clock.device_us(lambda: fn(*args)))
         m.host_wait_us = _median(busy)
         m.device_us = _median(device)
-        m.waited = (m.host_wait_us - m.host_idle_us) > clock.queue_ms * 1e3 / 2
+        if m.host_wait_us is not None and m.host_idle_us is not None:  # (repeat >= 1: both measured)
+            m.waited = (m.host_wait_us - m.host_idle_us) > clock.queue_ms * 1e3 / 2
 
         steps = []
         for _ in range(max(3, repeat // 2)):

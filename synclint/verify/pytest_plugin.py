@@ -11,7 +11,8 @@ sync site in your code (file:line, operation, count, tests), most frequent first
 - Allowed: tests marked `@pytest.mark.allow_sync`, and code inside `with gpu_sync_allowed():`,
   synclint's (`from synclint.verify import gpu_sync_allowed`) or any context manager of that
   name up the Python stack, so production code can carry its own no-op one.
-- `--sync-report FILE` writes the sites as JSON.
+- `--sync-report FILE` writes the sites as JSON (`synclint.runtime`'s schema; a test suite's waits are
+  not timed: `synclint trace` times a program's).
 - Only the test body is watched, not fixtures' setup and teardown (placing inputs on the GPU
   there is expected). Under pytest-xdist each worker reports its own sites.
 """
@@ -21,8 +22,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from synclint.verify.cpu import Simulator
+    from synclint.verify.cuda import CudaDetector
 
 PLUGIN_NAME = "synclint-sync-check"
 
@@ -52,7 +58,7 @@ class SyncCheck:
         self.mode = mode
         self.report = Path(report) if report else None
         self.device = config.getoption("sync_check_device")
-        self.detector = None
+        self.detector: CudaDetector | Simulator | None = None
         self.sites: dict[tuple, dict] = {}
         self.allowed = 0
         self.tests_with_syncs: set[str] = set()
@@ -153,8 +159,12 @@ class SyncCheck:
                                         f"{len(self.tests_with_syncs)} tests"
                                         + (f"; {self.allowed} more in allowed regions" if self.allowed else ""))
         if self.report is not None:
-            data = {"simulated": simulated, "device": None if self.detector is None else self.detector.kind,
-                    "root": str(self.config.rootpath), "allowed": self.allowed, "sites": sites}
+            from synclint.runtime import report_document
+
+            data = report_document("pytest", simulated=simulated,
+                                   device=None if self.detector is None else self.detector.kind,
+                                   root=str(self.config.rootpath), allowed=self.allowed, wall_s=None,
+                                   sites=[{**site, "wait_s": None} for site in sites])
             self.report.parent.mkdir(parents=True, exist_ok=True)
             self.report.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
             terminalreporter.write_line(f"sync sites written to {self.report}")

@@ -11,7 +11,7 @@ import os
 import sys
 import sysconfig
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Callable, Iterable
 
@@ -41,6 +41,7 @@ class SyncEvent:
     op: str  # what synced, e.g. "aten._local_scalar_dense (item/bool/int)"
     site: Site | None
     allowed: bool = False  # inside gpu_sync_allowed() (the plugin reports it apart)
+    wait_s: float | None = None  # host time the syncing call took, when timed (`synclint trace` on CUDA)
 
 
 @dataclass
@@ -51,6 +52,12 @@ class Recording:
 
     def add(self, event: SyncEvent) -> None:
         self.events.append(event)
+
+    def timed(self, first: int, seconds: float) -> None:
+        """The call that made events `first:` took `seconds` on the host: the first of them carries
+        it (one call, one wait, however many syncs CUDA counted in it), the others 0."""
+        for i in range(first, len(self.events)):
+            self.events[i] = replace(self.events[i], wait_s=seconds if i == first else 0.0)
 
     def of(self, kind: str, allowed: bool | None = False) -> list[SyncEvent]:
         return [e for e in self.events if e.kind == kind and (allowed is None or e.allowed == allowed)]
@@ -95,20 +102,22 @@ def _library_roots() -> tuple[str, ...]:
     roots.add(os.path.realpath(os.path.dirname(synclint.__file__)))
     for name in ("torch", "numpy", "_pytest", "pluggy", "pytest"):
         module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            roots.add(os.path.realpath(os.path.dirname(module.__file__)))
+        if module is not None and (file := getattr(module, "__file__", None)):
+            roots.add(os.path.realpath(os.path.dirname(file)))
     return tuple(sorted(root + os.sep for root in roots))
 
 
 class UserCode:
     """A frame filter: True for the code whose syncs we report.
 
-    `files`: only these files count (the verifier: the fixture modules). Otherwise any file
-    outside the standard library, site-packages, torch, pytest and synclint itself counts.
+    `files`: only these files count (the verifier: the fixture modules). `sources`: only the files
+    under these folders count (`synclint trace --source`: a package installed in site-packages).
+    Otherwise any file outside the standard library, site-packages, torch, pytest and synclint itself counts.
     """
 
-    def __init__(self, files: Iterable[str] | None = None) -> None:
+    def __init__(self, files: Iterable[str] | None = None, sources: Iterable[str] | None = None) -> None:
         self.files = None if files is None else {os.path.realpath(f) if not f.startswith("<") else f for f in files}
+        self.sources = None if sources is None else tuple(os.path.join(os.path.realpath(s), "") for s in sources)
         self._roots: tuple[str, ...] | None = None
         self._cache: dict[str, bool] = {}
 
@@ -120,6 +129,8 @@ class UserCode:
             verdict = filename in self.files or (not filename.startswith("<") and os.path.realpath(filename) in self.files)
         elif filename.startswith("<"):
             verdict = False
+        elif self.sources is not None:
+            verdict = os.path.realpath(filename).startswith(self.sources)
         else:
             if self._roots is None:
                 self._roots = _library_roots()
@@ -131,13 +142,13 @@ class UserCode:
 
 def user_site(is_user: Callable[[str], bool], start: FrameType | None = None) -> tuple[Site | None, list[FrameType]]:
     """The innermost user frame's site, and the frames from it outward (for allowed-region checks)."""
-    frame = start or sys._getframe(1)
+    frame: FrameType | None = start or sys._getframe(1)
     while frame is not None and not is_user(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return None, []
     chain = []
-    outer = frame
+    outer: FrameType | None = frame
     while outer is not None:
         chain.append(outer)
         outer = outer.f_back

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -38,11 +39,13 @@ def inside_wrapper() -> bool:
 
 
 @contextmanager
-def synchronize_wrappers(on_call: Callable[[str], None], *, call_through: bool) -> Iterator[None]:
+def synchronize_wrappers(on_call: Callable[[str], None], *, call_through: bool,
+                         on_return: Callable[[float], None] | None = None) -> Iterator[None]:
     """Wrap the synchronize calls; `on_call(label)` runs for each call from this thread.
 
     `call_through`: run the real call (on a GPU); False in the CPU simulation, where there is
-    no device to wait for and the real call would raise.
+    no device to wait for and the real call would raise. `on_return(seconds)`: after a real
+    call returns, how long it took on the host's clock (the wait).
     """
     owner = threading.get_ident()
     saved: list[tuple[object, str, object]] = []
@@ -56,10 +59,13 @@ def synchronize_wrappers(on_call: Callable[[str], None], *, call_through: bool) 
             if not call_through:
                 return None
             _inside.depth = getattr(_inside, "depth", 0) + 1
+            start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
                 _inside.depth -= 1
+                if on_return is not None:
+                    on_return(time.perf_counter() - start)
 
         wrapper.__synclint_wrapped__ = original  # type: ignore[attr-defined]
         return wrapper

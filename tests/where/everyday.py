@@ -23,18 +23,18 @@ def pad(x, device=None):
 
 def either(x):
     if isinstance(x, torch.Tensor):
-        x  # where: device low
+        x  # where: device medium (in a file that puts its model or data on the GPU (`model.cuda()`))
     return x
 
 
 def counts(args):
-    args.num_gpus  # where: unknown
-    args.multi_gpu  # where: host medium (multi_gpu is a flag by its name)
+    args.num_gpus  # where: host medium (args.num_gpus is a setting)
+    args.multi_gpu  # where: host medium (args.multi_gpu is a setting)
 
 
 def batch_of(features: list):
     batch = {"input_ids": torch.stack(features)}
-    batch["input_ids"]  # where: device low (torch.stack(...) is a tensor, of unknown device)
+    batch["input_ids"]  # where: device medium (torch.stack(...) is a tensor, in a file that puts its model or data on the GPU)
 
 
 
@@ -64,3 +64,19 @@ def unpacked(x: torch.Tensor):
 def weight_loader(param: nn.Parameter, loaded_weight: torch.Tensor):
     loaded_weight  # where: host-tensor medium (loaded_weight is a checkpoint tensor given to the weight loader)
     param.data  # where: device
+
+
+def launch(args, cfg):
+    args.gpu  # where: host medium (args.gpu is a setting)
+    cfg.batch_gpu  # where: host medium
+    torch.zeros(2, device=args.device)  # where: device medium
+
+
+def tokenized(tokenizer, text):
+    batch = tokenizer(text, return_tensors="pt")
+    batch["input_ids"]  # where: host-tensor high (tokenizer(..., return_tensors="pt") makes CPU tensors)
+
+
+def evaluated(outputs, cpu_device):
+    instances = outputs["instances"].to(cpu_device)
+    instances.pred_boxes  # where: host-tensor high (instances.pred_boxes is a field of a value moved to the host)

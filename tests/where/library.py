@@ -25,10 +25,6 @@ def per_key(lengths: torch.Tensor, parts: list[torch.Tensor]):
     counts[0]  # where: device medium (counts is annotated torch.Tensor)
 
 
-def make(n: int, device=None):
-    torch.zeros(n, device=device)  # where: device medium (a parameter that defaults to None)
-
-
 class Runner:
     """Not an nn.Module, but it runs one: the tensors it is given are the model's."""
 
