@@ -174,7 +174,7 @@ def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageSta
         return skipped.result, job.project
     if settings.project_analysis:
         job = _placed(job)
-        [job], _, _ = _with_text_facts([job], lambda _: data, state)
+        [job], _ = _with_text_facts([job], lambda _: data, state)
     store = False
     if cache is not None:
         try:
@@ -319,7 +319,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         run.read_files += list(state.files)
         run.signatures.update((path, known) for path, known in state.files.items() if path not in checked)
         run.walked_folders.update(state.folders)
-        jobs, _, _ = _with_text_facts([_placed(job) for job in work], cache.read, state)
+        jobs, _ = _with_text_facts([_placed(job) for job in work], cache.read, state)
         # Each file starts with the view it was last checked with: an edit seldom changes what it uses.
         checked_with = _with_kept_views(jobs, state.views, cache)
         results = _check_all(jobs, check, cache, workers, progress)
@@ -330,7 +330,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
                        and (root := package_root(job.path)) is not None})
     run.read_files += [os.fspath(job.path) for job in index_only]
     texts: dict[Path, bytes] = {}
-    jobs, declarations, gpu = _with_text_facts([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
+    jobs, declarations = _with_text_facts([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
                                            _reader(cache, texts if index_only else None))
     snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
@@ -370,7 +370,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         indexed = frozenset(os.path.abspath(job.path) for job in [*work, *index_only])
         saved = PackageState(indexed, inputs_of((), indexed), _listings(run.walked_folders), snapshot.index,
                              {module: found for module, found in declarations.items() if any(found)},
-                             snapshot.summaries, snapshot.views, gpu)
+                             snapshot.summaries, snapshot.views)
         if not any(sig is not None and sig[0] > started - RACY_NS for sig in saved.files.values()):
             for key in state_keys:  # unless a file changed too recently for its stat to tell (replay.RACY_NS)
                 # A kept state of the same files, as stat sees them, and the same index is this one
@@ -571,7 +571,7 @@ def _fix_key(cache: Cache, job: Job, mode: Mode) -> str:
     fields = ",".join(sorted(job.project.host_fields))
     return cache.key(cache.digest(job.path), job.shown, job.settings,
                      f"diff:{unsafe}:{job.settings.view_key()}:{job.project.module}:{view.digest() if view else ''}:"
-                     f"{fields}:{job.project.gpu_package}")
+                     f"{fields}")
 
 
 def _listings(folders: set[str]) -> dict[str, tuple[str, ...]]:
@@ -608,7 +608,7 @@ def _entry_key(cache: Cache, job: Job, digest: bytes | None = None) -> str:
     view = job.project.view
     fields = ",".join(sorted(job.project.host_fields))
     return cache.key(cache.digest(job.path) if digest is None else digest, job.shown, job.settings,
-                     f"check:{job.project.module}:{view.digest() if view else ''}:{fields}:{job.project.gpu_package}")
+                     f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
 
 
 def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
@@ -626,20 +626,18 @@ def _snapshot_key(jobs: list[Job], cache: Cache | None) -> str | None:
 
 
 def _with_text_facts(jobs: list[Job], read: Callable[[Path], bytes], state: PackageState | None = None
-                     ) -> tuple[list[Job], dict[str, Declarations], dict[str, str]]:
+                     ) -> tuple[list[Job], dict[str, Declarations]]:
     """The jobs, each told what its package's text says (synclint.project.text_facts): the
-    multimodal inputs kept on the CPU, and why the package runs on GPUs; with the declarations
-    of each module and the reason of each package. `state`: what a kept state knew of the
-    package's other files."""
+    multimodal inputs kept on the CPU; with the declarations of each module. `state`: what a
+    kept state knew of the package's other files."""
     analysed = [i for i, job in enumerate(jobs) if job.settings.project_analysis]
-    projects, declarations, gpu = with_text_facts(
-        [(jobs[i].path, jobs[i].project) for i in analysed], read,
-        state.declarations if state is not None else None, state.gpu if state is not None else None)
+    projects, declarations = with_text_facts(
+        [(jobs[i].path, jobs[i].project) for i in analysed], read, state.declarations if state is not None else None)
     placed = list(jobs)
     for i, project in zip(analysed, projects):
         if project is not jobs[i].project:
             placed[i] = replace(jobs[i], project=project)
-    return placed, declarations, gpu
+    return placed, declarations
 
 
 def _placed(job: Job) -> Job:

@@ -57,7 +57,6 @@ class PackageState:
     declarations: dict  # module -> project.field_declarations, of the modules that declare any
     summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's)
     views: Packed  # as ProjectSnapshot.views
-    gpu: dict  # package root -> why it runs on GPUs (synclint.project.text_facts)
 
     def is_current(self, checked: set[str]) -> bool:
         """Whether every file but the `checked` ones, and every folder, is as the run saw it."""

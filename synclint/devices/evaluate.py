@@ -351,17 +351,17 @@ class Evaluator:
         model_code = self._model_code()
         if model_code is not None:
             return device(f"{because}, {model_code}", Confidence.MEDIUM)
-        gpus = self.model.runs_on_gpus()
-        if gpus is not None:
-            return device(f"{because}, {gpus}", Confidence.MEDIUM)
+        # Outside model code, a file or a package that puts data on the GPU is no evidence enough:
+        # judged on six projects built without them, 5 of 14 such findings were real (a file)
+        # and 6 of 19 (a package): drivers, evaluators and data code work on the host.
         return Where(Place.DEVICE, Confidence.LOW, f"{because}, of unknown device")
 
     def model_tensor(self, because: str) -> Where:
         """A tensor that flows from a model (its output, its loss, its parameters): on the GPU in a
-        file or package that puts its model or data there, and in model code; of unknown device elsewhere."""
-        gpus = self.model.runs_on_gpus()
-        if gpus is not None:
-            return device(f"{because}, {gpus}", Confidence.MEDIUM)
+        file that puts its model or data there, and in model code; of unknown device elsewhere."""
+        placed = self.model.accelerator_use()
+        if placed is not None:
+            return device(f"{because}, in a file that puts its model or data on the GPU (`{placed}`)", Confidence.MEDIUM)
         return self.tensor(because)
 
     def module_output(self, module: Where, func: cst.BaseExpression) -> Where:

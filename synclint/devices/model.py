@@ -228,17 +228,6 @@ class DeviceModel:
             self._imports_torch = any(q == "torch" or q.startswith("torch.") for q in self.symbols.imports.aliases.values())
         return self._imports_torch
 
-    def runs_on_gpus(self) -> str | None:
-        """Why this file's tensors of unknown device are on the GPU: the file puts its model or
-        data there, or its package runs on GPUs (synclint.project.text_facts); None when nothing
-        says so, and in host-side code."""
-        placed = self.accelerator_use()
-        if placed is not None:
-            return f"in a file that puts its model or data on the GPU (`{placed}`)"
-        if self.project.gpu_package and not self.host_code:
-            return f"in a package that runs on GPUs ({self.project.gpu_package})"
-        return None
-
     def tensor_uses(self, scope: Scope) -> dict[str, str]:
         """The names `scope` uses as only a tensor can be used (`usage.tensor_uses`), once."""
         found = self._tensor_uses.get(id(scope))

@@ -26,7 +26,6 @@ class ProjectFile:
     package: str = ""  # where its relative imports start
     view: "ProjectView | None" = None  # facts from the rest of the project
     host_fields: frozenset[str] = frozenset()  # names of data the project keeps on the CPU (see host_field_names)
-    gpu_package: str = ""  # why the file's package runs on GPUs (synclint.project.text_facts), "" if nothing says so
 
 
 

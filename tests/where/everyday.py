@@ -23,7 +23,7 @@ def pad(x, device=None):
 
 def either(x):
     if isinstance(x, torch.Tensor):
-        x  # where: device medium (in a file that puts its model or data on the GPU (`model.cuda()`))
+        x  # where: device low
     return x
 
 
@@ -34,7 +34,7 @@ def counts(args):
 
 def batch_of(features: list):
     batch = {"input_ids": torch.stack(features)}
-    batch["input_ids"]  # where: device medium (torch.stack(...) is a tensor, in a file that puts its model or data on the GPU)
+    batch["input_ids"]  # where: device low (torch.stack(...) is a tensor, of unknown device)
 
 
 
