@@ -30,4 +30,4 @@ def refuses_gpu(t: torch.Tensor):
 
 
 def plain(t: torch.Tensor):
-    t  # where: device medium (t is annotated torch.Tensor, in a file that puts its model or data on the GPU)
+    t  # where: device low

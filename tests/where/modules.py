@@ -34,5 +34,5 @@ class Block(nn.Module):
 
 
 def helper(values: torch.Tensor, logits: torch.Tensor):
-    values  # where: device medium (values is annotated torch.Tensor, in a file that puts its model or data on the GPU)
+    values  # where: device low (outside an nn.Module)
     logits  # where: device medium (logits is annotated torch.Tensor)
