@@ -301,19 +301,26 @@ class Binding:
     kind: str  # ASSIGN, ANNOTATED, ...
 
 
+def unpacked(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The single targets an assignment target binds: `a, (b, *c)` -> `a`, `b`, `c`."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [single for element in target.elements for single in unpacked(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return unpacked(target.value)
+    return [target]
+
+
 def bindings(root: cst.CSTNode, stop_at: tuple[type[cst.CSTNode], ...] = ()) -> list[Binding]:
     """Every binding in `root` (itself entered), in source order, not descending into the nodes
     of `stop_at` (nested scopes) other than `root`. An annotation without a value binds nothing."""
     found: list[Binding] = []
 
     def bind(target: cst.BaseExpression, value: cst.BaseExpression | None, kind: str) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                bind(element.value, None, kind)
-        elif isinstance(target, cst.StarredElement):
-            bind(target.value, None, kind)
-        else:
+        singles = unpacked(target)
+        if len(singles) == 1 and singles[0] is target:
             found.append(Binding(target, value, kind))
+        else:
+            found.extend(Binding(single, None, kind) for single in singles)
 
     class Collector(cst.CSTVisitor):
         def enters(self, node: cst.CSTNode) -> bool:

@@ -22,7 +22,7 @@ from synclint.devices.lattice import HOST, UNKNOWN, Env, Place, Where, combine, 
 from synclint.devices.narrowing import CPU_PATH, OTHER_PLATFORM, on_cpu_in, other_platform_when, tensors_when
 from synclint.devices.usage import host_uses
 from synclint.model import Confidence
-from synclint.syntax import Scope, dotted_name, ends_function, statements
+from synclint.syntax import Scope, dotted_name, ends_function, statements, unpacked
 
 if TYPE_CHECKING:
     from synclint.devices.model import DeviceModel
@@ -397,18 +397,7 @@ def _bound_each_iteration(loop: cst.For | cst.While, entry: Env) -> list[str]:
     """The names a `for` loop's target binds at the top of every iteration (none for `while`)."""
     if not isinstance(loop, cst.For):
         return []
-    names = [node.value for node in _target_names(loop.target)]
-    return [name for name in names if name in entry]
-
-
-def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _target_names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
+    return [node.value for node in unpacked(loop.target) if isinstance(node, cst.Name) and node.value in entry]
 
 
 def join_env(a: Env, b: Env) -> Env:

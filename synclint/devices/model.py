@@ -76,9 +76,7 @@ class DeviceModel:
               comprehensions: Sequence[cst.BaseComp] = ()) -> Where:
         """Where `expr` lives, evaluated just before statement `stmt` of `scope`, inside the
         `comprehensions` around it (outermost first), whose targets it may name."""
-        evaluator = self._evaluator(scope, stmt)
-        for comprehension in comprehensions:
-            evaluator = evaluator.within(comprehension)
+        evaluator = self._evaluator(scope, stmt, comprehensions)
         found = evaluator.eval(expr)
         cpu_path = evaluator.env.get(CPU_PATH)
         if cpu_path is not None and found.on_device and found.confidence is Confidence.MEDIUM:
@@ -96,10 +94,7 @@ class DeviceModel:
         found = self.where(expr, scope, stmt, comprehensions)
         if found.place is not Place.UNKNOWN:
             return found
-        evaluator = self._evaluator(scope, stmt)
-        for comprehension in comprehensions:
-            evaluator = evaluator.within(comprehension)
-        return evaluator.tensor(f"`{code_text(expr, 40)}` is read as only a tensor or an array can be")
+        return self._evaluator(scope, stmt, comprehensions).tensor(f"`{code_text(expr, 40)}` is read as only a tensor or an array can be")
 
     def platform_at(self, scope: Scope | None, stmt: cst.CSTNode | None) -> str | None:
         """The accelerator other than a CUDA GPU that the code at `stmt` runs on, by the branch it
@@ -117,11 +112,16 @@ class DeviceModel:
         """What a `device=` argument means (a host tensor for "cpu"), evaluated just before `stmt`."""
         return self._evaluator(scope, stmt).device_of(arg)
 
-    def _evaluator(self, scope: Scope | None, stmt: cst.CSTNode | None) -> "Evaluator":
+    def _evaluator(self, scope: Scope | None, stmt: cst.CSTNode | None,
+                   comprehensions: Sequence[cst.BaseComp] = ()) -> "Evaluator":
+        """An evaluator of what holds just before `stmt` of `scope`, inside `comprehensions`."""
         env: Env = {}
         if scope is not None and stmt is not None:
             env = self.facts(scope).env_before.get(id(stmt), {})
-        return Evaluator(self, scope, env)
+        evaluator = Evaluator(self, scope, env)
+        for comprehension in comprehensions:
+            evaluator = evaluator.within(comprehension)
+        return evaluator
 
     def loop_depth(self, scope: Scope, stmt: cst.CSTNode) -> int:
         return self.facts(scope).loop_depth_of.get(id(stmt), 0)
