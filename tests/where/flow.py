@@ -67,3 +67,11 @@ def comprehension(n: int):
     (y := torch.ones(n, device="cuda"))  # where: device high
     with torch.no_grad() as ctx:
         ctx  # where: unknown
+
+
+def carried(batches):
+    previous = None
+    for batch in batches:
+        if previous is not None:
+            previous  # where: device high (made by torch.zeros(...) on "cuda")
+        previous = torch.zeros(2, device="cuda")

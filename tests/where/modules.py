@@ -36,3 +36,8 @@ class Block(nn.Module):
 def helper(values: torch.Tensor, logits: torch.Tensor):
     values  # where: device low (outside an nn.Module)
     logits  # where: device medium (logits is annotated torch.Tensor)
+
+
+class Gate(nn.Module):
+    def forward(self, hidden, flags):
+        flags.any()  # where: device medium (`flags` has .any(), as only a tensor or an array has)
