@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from synclint.cache.entries import Entry, PackageState, Packed, ProjectSnapshot
 from synclint.cache.replay import RACY_NS, inputs_of
@@ -22,7 +22,7 @@ from synclint.model import Applicability
 from synclint.noqa import unknown_codes
 from synclint.progress import OFF, Progress
 from synclint.project.demand import Demand
-from synclint.project.facts import ProjectFile, ProjectView, widened
+from synclint.project.facts import ProjectFile, ProjectView
 from synclint.project.index import ProjectIndex
 from synclint.project.placement import module_name, package_root
 from synclint.project.text_facts import Declarations, with_text_facts
@@ -162,9 +162,9 @@ def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageSta
     """Check `data`, the text of the file at `path` as an editor holds it (saved or not), as a
     run over that one file after an edit checks it (pre-commit; `_check_project`): with project
     analysis, against the facts `state` (see `package_state`) holds of the other files of its
-    package, looking again while its view of them changes; with no state, the file alone (as
-    a first run looks at each file first). Returns the result, and the file's place in the
-    project as it was last checked (its view of the facts).
+    package (`_checked_against`); with no state, the file alone (as a first run looks at each
+    file first). Returns the result, and the file's place in the project as it was checked
+    (its view of the facts).
 
     The cache is read; an entry is written only when `data` is the file on disk, not for the
     versions an edit goes through, which no run will meet again."""
@@ -184,17 +184,15 @@ def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageSta
     if state is None or not settings.project_analysis:
         return _check_data(data, job, cache, store, debug), job.project
     index: ProjectIndex = state.index  # type: ignore[assignment]  # (cache.py keeps it untyped)
-    # The view it was last checked with: an edit seldom changes what it uses.
-    job, digest = _given_view(job, _kept_view(state.views, job, data, cache))
+    kept = state.summaries.get(job.shown)  # as `_checked_against`: first the facts it was last checked with
+    if kept is not None:
+        job = _given_view(job, index.view_for(kept))
     result = _check_data(data, job, cache, store, debug)
-    for _ in range(MAX_PROJECT_ROUNDS):
-        if result.summary is None:
-            break
-        again, again_digest = _given_view(job, widened(job.project.view, index.view_for(result.summary)))
-        if again_digest == digest:
-            break
-        job, digest = again, again_digest
-        result = _check_data(data, job, cache, store, debug)
+    if result.summary is not None:
+        again = _given_view(job, index.view_for(result.summary))
+        if _view_digest(again) != _view_digest(job):
+            job = again
+            result = _check_data(data, job, cache, store, debug)
     return result, job.project
 
 
@@ -282,32 +280,26 @@ def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, p
     return results
 
 
-MAX_PROJECT_ROUNDS = 20  # views only grow (facts.widened): a guard, not a limit a run meets
-
-
 def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver, mode: Mode, cache: Cache | None,
                    workers: int, progress: Progress, cwd: Path, run: RunResult) -> list[FileFix | None]:
-    """Checks with project analysis (synclint.project).
+    """Checks with project analysis (synclint.project), each file analysed at most twice:
 
-    1. Every checked file, and every other file of the packages they belong to, is checked
-       alone (as without project analysis); each check also yields the file's summary.
-    2. The summaries make the project index; each file gets the view of the facts it uses
-       from other files. A file whose view is empty is done: its first result stands.
-    3. The others are checked again with their view. Their summaries may change (a value
-       is now known to be a device tensor), so the index is made again and files whose view
-       changed are checked again, for at most MAX_PROJECT_ROUNDS rounds.
-    With --fix/--diff, the files whose findings have fixes to apply are then fixed, with
-    their views. Every step goes through the cache; a second look is keyed by its view.
+    1. First looks: every checked file, and the other files of their packages whose facts they
+       use, checked with no facts of other files. Each check yields the file's findings and its
+       summary, which depends on the file alone (so it never needs another look).
+    2. One solve: the summaries joined in a `ProjectIndex`, solved once to a fixed point.
+    3. Answers: each checked file whose facts from the rest of the project (`view_for`) are not
+       empty is checked once more with them; those findings replace its first look's.
+    With --fix/--diff, the files whose findings have fixes to apply are then fixed, with their
+    facts. Every step goes through the cache; a check with facts is keyed by their digest.
 
-    A run keeps what it learnt of the packages of its files (cache.PackageState): a later run
-    over some of their files, while no other file or folder of them changed, checks only those,
-    against the other files' facts as that run left them.
-
-    A run over some files of a package that finds no state of it (nor a snapshot of the same
-    files) reads every file of the package but analyses, in step 1, only the files whose facts
-    the checked ones use, as deep as needed (`_on_demand`, synclint.project.demand); when they
-    are most of the package it analyses all of it, and keeps its state as a run over the package
-    does; else it keeps none.
+    A run over a whole package keeps its solved index (cache.ProjectSnapshot, keyed by every
+    file's bytes, and cache.PackageState): a later run over the same files, or over some of
+    them while no other file or folder of the package changed, checks only the files it shows,
+    against that index (`_checked_against`). A run over some files of a package that finds no state of
+    it analyses, in step 1, only the files whose facts the checked ones use, as deep as needed
+    (`_on_demand`, synclint.project.demand); when those are most of the package it analyses all
+    of it, and keeps its state as a run over the package does.
     """
     started = time.time_ns()
     check = Mode(debug=mode.debug)
@@ -320,10 +312,8 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         run.signatures.update((path, known) for path, known in state.files.items() if path not in checked)
         run.walked_folders.update(state.folders)
         jobs, _ = _with_text_facts([_placed(job) for job in work], cache.read, state)
-        # Each file starts with the view it was last checked with: an edit seldom changes what it uses.
-        checked_with = _with_kept_views(jobs, state.views, cache)
-        results = _check_all(jobs, check, cache, workers, progress)
-        _look_again(jobs, results, lambda: state.index, check, cache, workers, progress, checked_with)
+        results = _checked_against(cast(ProjectIndex, state.index), state.summaries, jobs, check, cache, workers,
+                                   progress)
         return _fixed(jobs, results, mode, workers, progress, cache)
     index_only = _package_files(work, paths, resolver, cwd, run.walked_folders)
     packages = sorted({root.name for job in work if job.settings.project_analysis
@@ -335,42 +325,39 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
     snapshot_was_kept = snapshot is not None
-    if snapshot is not None and cache is not None:
-        # The same files as a run that ended with this index: each checked file gets the view
-        # that run last checked it with, and so the same result (its cache entry).
-        jobs = jobs[: len(work)]
-        _with_kept_views(jobs, snapshot.views, cache)
-    label = "checking"
-    if snapshot is None and packages:  # the first look at these packages (or at the files that changed in them)
-        named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
-        label = (f"checking; indexing what the files use of {named}" if index_only
-                 else f"checking; indexing {named} once for project analysis")
-    if snapshot is None and index_only:
-        # Some files of the package and nothing kept of it: index only the files whose facts they use.
-        jobs, results = _on_demand(jobs, len(work), texts, check, cache, workers, progress, label)
-        texts.clear()
-        run.analysed_files = [os.fspath(job.path) for job in jobs]
-        index = _look_again(jobs, results, lambda: _index_of(results), check, cache, workers, progress)
-        if len(jobs) < len(work) + len(index_only):
-            # A part of the package: no state to keep (a later run over other files needs other facts).
-            return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress, cache)
-        snapshot_key = _snapshot_key(jobs, cache)  # the whole package after all, in the order analysed
+    shown = list(jobs[: len(work)])
+    if snapshot is not None:
+        # The same files, with the same bytes, as a run that solved this index.
+        results = _checked_against(cast(ProjectIndex, snapshot.index), snapshot.summaries, shown, check, cache,
+                                   workers, progress)
+        whole = True
     else:
+        label = "checking"
+        if packages:
+            named = ", ".join(packages) if len(packages) <= 3 else f"{len(packages)} packages"
+            label = (f"checking; indexing what the files use of {named}" if index_only
+                     else f"checking; indexing {named} once for project analysis")
+        if index_only:
+            # Some files of the package and nothing kept of it: index only the files whose facts they use.
+            jobs, results = _on_demand(jobs, len(work), texts, check, cache, workers, progress, label)
+            texts.clear()
+        else:
+            results = _check_all(jobs, check, cache, workers, progress, label)
         run.analysed_files = [os.fspath(job.path) for job in jobs]
-        results = _check_all(jobs, check, cache, workers, progress, label)
-        if snapshot is None:
-            index = _look_again(jobs, results, lambda: _index_of(results), check, cache, workers, progress)
-    if snapshot is None and cache is not None and snapshot_key:
         summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
                      if item is not None and item.result.summary is not None}
-        kept_index, small = index.snapshot(summaries)
-        snapshot = ProjectSnapshot(kept_index, Packed(small), Packed(_views_of(jobs, cache)))
-        cache.put(snapshot_key, snapshot)
-    if cache is not None and state_keys and snapshot is not None:
+        index = ProjectIndex(summaries.values())
+        results[: len(work)] = _answered(index, shown, results[: len(work)], check, cache, workers, progress)
+        whole = len(jobs) == len(work) + len(index_only)  # else a part of the package: no state to keep
+        if whole and cache is not None and snapshot_key:
+            kept_index, small = index.snapshot(summaries)
+            snapshot = ProjectSnapshot(kept_index, Packed(small))
+            cache.put(snapshot_key, snapshot)
+    if cache is not None and state_keys and whole and snapshot is not None:
         indexed = frozenset(os.path.abspath(job.path) for job in [*work, *index_only])
         saved = PackageState(indexed, inputs_of((), indexed), _listings(run.walked_folders), snapshot.index,
                              {module: found for module, found in declarations.items() if any(found)},
-                             snapshot.summaries, snapshot.views)
+                             snapshot.summaries)
         if not any(sig is not None and sig[0] > started - RACY_NS for sig in saved.files.values()):
             for key in state_keys:  # unless a file changed too recently for its stat to tell (replay.RACY_NS)
                 # A kept state of the same files, as stat sees them, and the same index is this one
@@ -380,7 +367,62 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
                 if kept is None or (kept.package_files, kept.files, kept.folders) != (saved.package_files, saved.files,
                                                                                     saved.folders):
                     cache.put(key, saved)
-    return _fixed(jobs[: len(work)], results[: len(work)], mode, workers, progress, cache)
+    return _fixed(shown, results[: len(work)], mode, workers, progress, cache)
+
+
+def _answered(index: ProjectIndex, jobs: list[Job], firsts: list[FileFix | None], check: Mode, cache: Cache | None,
+              workers: int, progress: Progress) -> list[FileFix | None]:
+    """Step 3 of `_check_project`: each job whose first look (`firsts`) has a summary and whose
+    facts from `index` are not empty is given them (in place) and checked once more."""
+    results = list(firsts)
+    again: list[int] = []
+    for i, item in enumerate(firsts):
+        summary = item.result.summary if item is not None else None
+        if summary is None or not jobs[i].settings.project_analysis:
+            continue
+        view = index.view_for(summary)
+        if view:
+            jobs[i] = _given_view(jobs[i], view)
+            again.append(i)
+    if again:
+        redone = _check_all([jobs[i] for i in again], check, cache, workers, progress,
+                            "project analysis: a second look at the files that use other files' facts")
+        for i, item in zip(again, redone):
+            results[i] = item
+    return results
+
+
+def _checked_against(index: ProjectIndex, kept: Packed, jobs: list[Job], check: Mode, cache: Cache | None,
+                     workers: int, progress: Progress) -> list[FileFix | None]:
+    """The jobs checked against a kept `index`, as a run over the whole package checks them.
+
+    A file's facts (`view_for`) depend on its summary only through what it names (its calls,
+    attributes, classes, functions), which no fact changes: so each file is checked first with
+    the facts of the summary the index was solved with (`kept`: an edit seldom changes what a
+    file names), and once more only if its own summary asks for other facts."""
+    for i, job in enumerate(jobs):
+        summary = kept.get(job.shown) if job.settings.project_analysis else None
+        if summary is not None:
+            jobs[i] = _given_view(job, index.view_for(summary))
+    results = _check_all(jobs, check, cache, workers, progress)
+    again: list[int] = []
+    for i, item in enumerate(results):
+        summary = item.result.summary if item is not None else None
+        if summary is None or not jobs[i].settings.project_analysis:
+            continue
+        job = _given_view(jobs[i], index.view_for(summary))
+        if _view_digest(job) != _view_digest(jobs[i]):
+            jobs[i] = job
+            again.append(i)
+    if again:
+        for i, item in zip(again, _check_all([jobs[i] for i in again], check, cache, workers, progress)):
+            results[i] = item
+    return results
+
+
+def _view_digest(job: Job) -> str:
+    view = job.project.view
+    return view.digest() if view else ""
 
 
 def _reader(cache: Cache | None, texts: dict[Path, bytes] | None) -> Callable[[Path], bytes]:
@@ -449,79 +491,9 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
     return [jobs[i] for i in order], [results[i] for i in order]
 
 
-def _views_of(jobs: list[Job], cache: Cache) -> dict[str, tuple[str, ProjectView]]:
-    """The view each job was last checked with, by shown path, beside the key of the file's
-    bytes and settings (its entry key with no view), which says whether it is the same file."""
-    views = {}
-    for job in jobs:
-        if job.project.view:
-            try:
-                views[job.shown] = (_entry_key(cache, _given_view(job, None)[0]), job.project.view)
-            except OSError:
-                continue
-    return views
-
-
-def _kept_view(views: Packed, job: Job, data: bytes | None = None, cache: Cache | None = None) -> ProjectView | None:
-    """The view `views` (`_views_of`) kept for the job's file, if the file is as it was then
-    (`data`: its bytes as an editor holds them); None when it changed: its view is made anew."""
-    if not job.settings.project_analysis:
-        return None
-    kept = views.get(job.shown)
-    if kept is None:
-        return None
-    key, view = kept
-    unviewed = _given_view(job, None)[0]
-    if cache is None:
-        return None
-    try:
-        now = _entry_key(cache, unviewed, hashlib.sha256(data).digest() if data is not None else None)
-    except OSError:
-        return None
-    return view if now == key else None
-
-
-def _with_kept_views(jobs: list[Job], views: Packed, cache: Cache) -> list[str]:
-    """Give each job (in place) the view it was last checked with, where its file is unchanged
-    (`_kept_view`); the digests of the views ("" where none)."""
-    digests = []
-    for i, job in enumerate(jobs):
-        jobs[i], digest = _given_view(job, _kept_view(views, job, cache=cache))
-        digests.append(digest)
-    return digests
-
-
-def _given_view(job: Job, view: ProjectView | None) -> tuple[Job, str]:
-    """The job, to be checked with `view` (None or empty: none), and the view's digest ("" for none)."""
-    return replace(job, project=replace(job.project, view=view or None)), view.digest() if view else ""
-
-
-def _look_again(jobs: list[Job], results: list[FileFix | None], index_now, check: Mode, cache: Cache | None,
-                workers: int, progress: Progress, checked_with: list[str] | None = None) -> ProjectIndex:
-    """Check again each file whose view of `index_now()` (asked each round), widened by the
-    view it was checked with (`facts.widened`), changed, until no view changes (views only
-    grow, so this ends; MAX_PROJECT_ROUNDS only guards against a bug); `results` are updated
-    in place. Returns the last index. `checked_with`: the digest of the view each result was
-    checked with (default: none)."""
-    checked_with = checked_with or ["" for _ in jobs]
-    for _ in range(MAX_PROJECT_ROUNDS):
-        index = index_now()
-        again: list[int] = []
-        for i, item in enumerate(results):
-            summary = item.result.summary if item is not None else None
-            if summary is None or not jobs[i].settings.project_analysis:
-                continue
-            job, digest = _given_view(jobs[i], widened(jobs[i].project.view, index.view_for(summary)))
-            if digest != checked_with[i]:
-                jobs[i], checked_with[i] = job, digest
-                again.append(i)
-        if not again:
-            return index
-        redone = _check_all([jobs[i] for i in again], check, cache, workers, progress,
-                            "project analysis: a second look at the files that use other files' facts")
-        for i, item in zip(again, redone):
-            results[i] = item
-    return index_now()
+def _given_view(job: Job, view: ProjectView | None) -> Job:
+    """The job, to be checked with the facts `view` holds (None or empty: none)."""
+    return replace(job, project=replace(job.project, view=view or None))
 
 
 def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: Progress,
@@ -596,10 +568,6 @@ def _state_keys(cache: Cache, work: list[Job], cwd: Path) -> list[str]:
         names = "\0".join([os.fspath(cwd), folder, "\0", *settings])
         keys.append(cache.key(names.encode("utf-8", "surrogateescape"), "", work[0].settings, "package-state"))
     return keys
-
-
-def _index_of(results: list[FileFix | None]) -> ProjectIndex:
-    return ProjectIndex([item.result.summary for item in results if item is not None and item.result.summary])
 
 
 def _entry_key(cache: Cache, job: Job, digest: bytes | None = None) -> str:

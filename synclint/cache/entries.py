@@ -1,4 +1,4 @@
-"""What the cache stores: a file's result, the project snapshot a run ended with, a package's state."""
+"""What the cache stores: a file's result, the project snapshot a run solved, a package's state."""
 
 from __future__ import annotations
 
@@ -33,13 +33,12 @@ class Packed:
 
 @dataclass(frozen=True)
 class ProjectSnapshot:
-    """The project index a run ended with, keyed by every indexed file's entry key: a run over
-    the same files (one of them, as pre-commit gives) starts from it instead of from each
-    file's entry."""
+    """The project index a run over a whole package solved, keyed by every indexed file's entry
+    key: a run over the same files (or one of them, as pre-commit gives) starts from it instead
+    of from each file's entry."""
 
-    index: object  # synclint.project.index.ProjectIndex
-    summaries: Packed  # shown path -> ModuleSummary
-    views: Packed  # shown path -> (the file's entry key with no view, the view it was last checked with)
+    index: object  # synclint.project.index.ProjectIndex (ProjectIndex.snapshot)
+    summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's): what `view_for` reads of each
 
 
 @dataclass(frozen=True)
@@ -55,8 +54,7 @@ class PackageState:
     folders: dict  # walked folder -> its entry names: a file added, removed or renamed makes the state stale
     index: object  # synclint.project.index.ProjectIndex, solved over every file of the run (ProjectIndex.snapshot)
     declarations: dict  # module -> project.field_declarations, of the modules that declare any
-    summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's)
-    views: Packed  # as ProjectSnapshot.views
+    summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's): what `view_for` reads of each
 
     def is_current(self, checked: set[str]) -> bool:
         """Whether every file but the `checked` ones, and every folder, is as the run saw it."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from synclint import __version__
 
 DEFAULT_DIR = ".synclint_cache"
-FORMAT = 5  # bump when the pickled content changes shape (5: entries keep every finding, unfiltered)
+FORMAT = 6  # bump when the pickled content changes shape (6: package states keep no views)
 # What a stored pickle that another version of synclint wrote can raise when read: a miss.
 UNREADABLE = (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError)
 
@@ -132,7 +132,7 @@ class Cache:
         return self.entries / key[:2] / key[2:]
 
     def get(self, key: str, kind: type):
-        """The entry stored under `key` if it is a `kind` (an `Entry`, a `ProjectSnapshot`, ...)."""
+        """The entry stored under `key` if it is a `kind` (an `Entry`, a `PackageState`, ...)."""
         entry = read_pickle(self._path(key))
         return entry if isinstance(entry, kind) else None
 
