@@ -426,6 +426,96 @@ def test_a_helper_learns_from_its_callers_that_its_parameter_is_on_the_gpu(tmp_p
     assert by_code(alone, "SYNC101") == []
 
 
+def test_a_gpu_tensor_passed_on_through_a_helper_that_does_not_sync_reaches_the_one_that_does(tmp_path):
+    # A per-step function hands its GPU tensor to a helper, which passes it on unchanged to another
+    # file's helper: the summaries say "passes its parameter on", and one solve follows it.
+    make_package(tmp_path, {
+        "train.py": """
+            import torch
+
+            from app.stages import scale
+
+
+            def run(steps):
+                x = torch.randn(4, device="cuda")
+                for _ in range(steps):
+                    scale(x)
+        """,
+        "stages.py": """
+            import torch
+
+            from app.checks import overflowed
+
+
+            def scale(t):
+                return overflowed(t * 2)
+        """,
+        "checks.py": """
+            import torch
+
+
+            def overflowed(values):
+                if values.isinf().any():
+                    return True
+                return False
+        """,
+    })
+    _, findings = run_json("check", "--no-cache", ".", cwd=tmp_path)
+    (check,) = by_code(findings, "SYNC101")
+    assert (check["filename"], check["location"]["row"], check["confidence"]) == ("app/checks.py", 5, "medium")
+    assert check["because"] == ("scale() passes it here (scale() is given `t` on the GPU (run() passes `x` here"
+                                " (made by torch.randn(...) on \"cuda\")))")
+    # The file checked alone by path gives the same finding as the run over the package.
+    _, alone = run_json("check", "--no-cache", "app/checks.py", cwd=tmp_path)
+    assert alone == [check]
+
+
+def test_a_sync_on_what_a_helper_elsewhere_returns_is_as_sure_as_that_helper(tmp_path):
+    # `count` syncs on what `make` (another file) returns; alone, that value's device is
+    # unknown. The solve makes the sync, and the chain callers in loops report, as sure as `make`.
+    make_package(tmp_path, {
+        "factory.py": """
+            import torch
+
+
+            def make(n):
+                return torch.zeros(n, device="cuda")
+        """,
+        "counts.py": """
+            import torch
+
+            from app.factory import make
+
+
+            def count(n):
+                t = make(n)
+                return t.sum().item()
+        """,
+        "loop.py": """
+            import torch
+
+            from app.counts import count
+
+
+            def total(steps):
+                return sum(count(i) for i in range(steps))
+
+
+            def per_step(steps):
+                seen = 0
+                for i in range(steps):
+                    seen += count(i)
+                return seen
+        """,
+    })
+    _, findings = run_json("check", "--no-cache", ".", cwd=tmp_path)
+    chains = by_code(findings, "SYNC112")
+    assert [(f["filename"], f["location"]["row"], f["confidence"], f["because"]) for f in chains] == [
+        ("app/loop.py", 7, "high", "SYNC107 at app/counts.py:8"),  # a generator expression is a loop too
+        ("app/loop.py", 13, "high", "SYNC107 at app/counts.py:8"),
+    ]
+
+
 def test_moving_a_tensor_that_callers_pass_on_the_gpu_is_no_copy(tmp_path):
     # vLLM 0.33.0 llava_onevision.py: a helper `.to(device)`s a module parameter its caller passes.
     make_package(tmp_path, {

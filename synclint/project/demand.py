@@ -14,7 +14,8 @@ asks for the files that define what the summaries name, as deep as needed:
   cheap look at the text, `@...property` then `def name`);
 * for the functions of the checked files: their callers where a caller's GPU tensor would make
   a parameter surer (`FunctionSummary.weak_params`; every file whose text calls that name, and
-  there the functions that call it, followed), and the calls passing a keyword-only parameter
+  there the functions that call it, followed, and the callers of those that pass on a parameter
+  of theirs, `FunctionSummary.relayed`), and the calls passing a keyword-only parameter
   something other than a literal (ProjectView.host_params; every file whose text has such a
   call, analysed, its needs not followed);
 * at the end, for each syncing property, every file whose text assigns an attribute of that
@@ -138,6 +139,8 @@ class Demand:
             for qual, func in sorted(summary.functions.items()):
                 if any(c.rpartition(".")[2] == name for c in (*func.calls, *func.reads)):
                     self._queue(i, qual)
+                    if func.relayed:  # it passes on what its own callers give it: they count too
+                        self._callers(qual.rpartition(".")[2], ())
         elif name in summary.functions:
             func = summary.functions[name]
             for callee in (*func.calls, *func.reads, *func.returns_calls, *func.device_args):

@@ -44,6 +44,10 @@ class SyncSite:
     row: int
     confidence: Confidence
     once: str | None = None  # the test of the memoizing `if` it sits under (`self._t is None`), if any
+    # What the value that syncs may come from beyond the file's own evidence: `call:pkg.mod.f`
+    # (what a project function returns) and `param:x` (what callers pass its function's parameter
+    # x). The index makes the site as sure as the surest of them it solves to a GPU tensor.
+    depends: tuple[str, ...] = ()
 
 
 @pickled_by_fields
@@ -55,6 +59,7 @@ class FunctionSummary:
     is_property: bool = False
     deprecated: str | None = None  # the text of an @deprecated decorator
     sync: SyncSite | None = None  # the first place in its own body where it syncs
+    syncs_if: tuple[SyncSite, ...] = ()  # other syncs below high that other facts may make surer (`SyncSite.depends`)
     calls: tuple[str, ...] = ()  # project functions it calls, in order ("pkg.mod.Class.m" for self.m())
     reads: tuple[str, ...] = ()  # attributes it reads that may be properties ("pkg.mod.Class.x")
     returns: Where | None = None  # where its result lives, when known from its own body
@@ -62,7 +67,10 @@ class FunctionSummary:
     params: tuple[str, ...] = ()  # the parameters a call fills by position (no `self`), then keyword-only ones
     positional: int = 0  # how many of `params` a call fills by position
     device_args: dict[str, dict[int | str, Where]] = field(default_factory=dict)  # callee -> GPU tensors it passes, by position or keyword
+    # callee -> by position or keyword, what the other arguments it passes may come from (as `SyncSite.depends`)
+    passes: dict[str, dict[int | str, tuple[str, ...]]] = field(default_factory=dict)
     weak_params: frozenset[str] = frozenset()  # parameters a caller's GPU tensor would make surer
+    relayed: frozenset[str] = frozenset()  # weak parameters it passes on to project functions (`passes`)
 
 
 @pickled_by_fields

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from typing import TypeVar
 
 from synclint.devices.lattice import Place, Where, join
+from synclint.model import Confidence
 from synclint.project.facts import (
     EMPTY_VIEW,
     Chain,
@@ -23,7 +25,12 @@ from synclint.project.facts import (
     ModuleSummary,
     ProjectView,
     PropertyFact,
+    SyncSite,
+    short_name,
 )
+
+
+_T = TypeVar("_T")
 
 
 def resolve_in(functions: dict[str, FunctionSummary], classes: dict[str, ClassSummary], qualname: str,
@@ -79,8 +86,11 @@ class ProjectIndex:
         self._attrs: dict[str, dict[str, Where]] = {}
         self._properties: dict[str, list[PropertyFact]] | None = None
         self._fields: set[str] | None = None
-        self._solve()
+        # Each fact only from those before it: what functions return, what callers pass them,
+        # then which of them sync (a sync is as sure as what the value it reads came from).
+        self._solve_returns()
         self.device_params = self._solve_device_params()
+        self._solve_chains()
 
     # ---- resolution ------------------------------------------------------------------
 
@@ -131,7 +141,7 @@ class ProjectIndex:
 
     # ---- the fixpoint ------------------------------------------------------------------
 
-    def _solve(self) -> None:
+    def _solve_chains(self) -> None:
         callers: dict[str, list[str]] = {}
         pending: deque[str] = deque()
         for qual, func in self.functions.items():
@@ -147,8 +157,9 @@ class ProjectIndex:
                     callers.setdefault(target, []).append(qual)
                 elif target is None:
                     self._seed_external(qual, read, pending, properties_only=True)
-            if func.sync is not None:
-                self.chains[qual] = Chain((qual,), func.sync, func.sync.confidence)
+            site = self._surest_sync(qual, func)
+            if site is not None:
+                self.chains[qual] = Chain((qual,), site, site.confidence)
                 pending.append(qual)
         # Breadth first from the functions that sync: every caller gets the shortest chain.
         while pending:
@@ -158,7 +169,46 @@ class ProjectIndex:
                 if caller not in self.chains:
                     self.chains[caller] = chain.called_by(caller)
                     pending.append(caller)
-        self._solve_returns()
+
+    def _surest_sync(self, qual: str, func: FunctionSummary) -> SyncSite | None:
+        """The surest of the function's syncs (the first among equals), each as sure as the
+        surest GPU tensor its value may come from (`SyncSite.depends`)."""
+        best = None
+        for site in (func.sync, *func.syncs_if):
+            if site is None:
+                continue
+            found = self._answer(qual, site.depends)
+            if found is not None and found.confidence > site.confidence:
+                site = replace(site, confidence=found.confidence)
+            if best is None or site.confidence > best.confidence or (site.confidence == best.confidence
+                                                                      and site.row < best.row):
+                best = site
+        return best
+
+    def _answer(self, qual: str, depends: tuple[str, ...],
+                passed: dict[str, dict[str, Where]] | None = None) -> Where | None:
+        """The surest GPU tensor (medium or high) that a value of function `qual` that may come
+        from `depends` (`SyncSite.depends`) can be: what a project function returns, what the
+        function's callers pass its parameter (`passed`, default: the solved facts)."""
+        passed = self.device_params if passed is None else passed
+        best: Where | None = None
+        for term in depends:
+            kind, _, name = term.partition(":")
+            if kind == "param":
+                found = passed.get(qual, {}).get(name)
+                if found is not None:
+                    # As a parameter a caller fills with a GPU tensor is taken (flow.py): medium at most.
+                    found = Where(Place.DEVICE, min(found.confidence, Confidence.MEDIUM),
+                                  f"{short_name(qual)}() is given `{name}` on the GPU ({found.because})")
+            else:
+                found = self._returned(name)
+                if found is not None:
+                    found = Where(found.place, found.confidence,
+                                  f"`{short_name(name)}(...)` returns a GPU tensor ({found.because})")
+            if (found is not None and found.on_device and found.confidence >= Confidence.MEDIUM
+                    and (best is None or found.confidence > best.confidence)):
+                best = found
+        return best
 
     def _seed_external(self, caller: str, callee: str, pending: deque[str], properties_only: bool) -> None:
         fact = self.external.functions.get(callee)
@@ -258,25 +308,49 @@ class ProjectIndex:
         return kept, small
 
     def _solve_device_params(self) -> dict[str, dict[str, Where]]:
-        """For each function, the parameters some caller fills with a GPU tensor (the surest one)."""
+        """For each function, the parameters some caller fills with a GPU tensor (the surest
+        one): those it passes as such, and those it passes from what the index solves
+        (`FunctionSummary.passes`: its own parameter, a helper's result), to a fixed point."""
         found: dict[str, dict[str, Where]] = {}
+        symbolic: list[tuple[str, str, str, tuple[str, ...]]] = []  # caller, callee, parameter, what it passes
         for caller in self.functions.values():
             for callee, args in caller.device_args.items():
-                target = self.resolve(callee)
-                if target is None:
-                    continue
-                func = self.functions[target]
-                for key, where in args.items():
-                    if isinstance(key, int):
-                        name = func.params[key] if key < func.positional else None
-                    else:
-                        name = key if key in func.params else None
-                    if name is None or name not in func.weak_params:
-                        continue
-                    known = found.setdefault(target, {}).get(name)
-                    if known is None or where.confidence > known.confidence:
-                        found[target][name] = where
-        return found
+                for target, name, given in self._weak_params_given(callee, args):
+                    _keep_surer(found, target, name, given)
+            for callee, terms in caller.passes.items():
+                for target, name, depends in self._weak_params_given(callee, terms):
+                    symbolic.append((caller.qualname, target, name, depends))
+        # Each sweep can only make a parameter surer, and there are three confidences: a
+        # sweep that changes nothing ends it, long before the bound.
+        for _ in range(3 * len(symbolic) + 2):
+            changed = False
+            for caller_name, target, name, depends in symbolic:
+                answer = self._answer(caller_name, depends, found)
+                if answer is not None:
+                    passed = Where(Place.DEVICE, answer.confidence,
+                                   f"{short_name(caller_name)}() passes it here ({answer.because})")
+                    changed |= _keep_surer(found, target, name, passed)
+            if not changed:
+                # What a file is told: only the parameters whose facts can change its findings
+                # (`weak_params`, as its summary says; the `relayed` ones matter to the solve alone).
+                return {q: weak for q, params in found.items()
+                        if (weak := {n: w for n, w in params.items() if n in self.functions[q].weak_params})}
+        raise RuntimeError("synclint: internal error: what callers pass their callees did not settle")
+
+    def _weak_params_given(self, callee: str, args: dict[int | str, _T]) -> Iterator[tuple[str, str, _T]]:
+        """Of the arguments a call of `callee` passes (by position or keyword), those that fill a
+        parameter its own evidence leaves weak: (the function, the parameter, the argument)."""
+        target = self.resolve(callee)
+        if target is None:
+            return
+        func = self.functions[target]
+        for key, value in args.items():
+            if isinstance(key, int):
+                name = func.params[key] if key < func.positional else None
+            else:
+                name = key if key in func.params else None
+            if name is not None and (name in func.weak_params or name in func.relayed):
+                yield target, name, value
 
     # ---- what one file needs ---------------------------------------------------------------
 
@@ -331,3 +405,13 @@ class ProjectIndex:
         if not (functions or class_attrs or properties or device_params or host_params):
             return EMPTY_VIEW
         return ProjectView(functions, class_attrs, class_bases, properties, frozenset(fields), device_params, host_params)
+
+
+def _keep_surer(found: dict[str, dict[str, Where]], function: str, name: str, where: Where) -> bool:
+    """Keep `where` as what a caller passes `function`'s parameter `name`, if it is surer than
+    what is known; whether it was."""
+    known = found.setdefault(function, {}).get(name)
+    if known is not None and where.confidence <= known.confidence:
+        return False
+    found[function][name] = where
+    return True

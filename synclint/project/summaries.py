@@ -20,9 +20,11 @@ from synclint.noqa import parse_noqa
 from synclint.patterns import one_line
 from synclint.project.facts import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite, short_name
 from synclint.project.index import resolve_in
-from synclint.syntax import assigned_targets, child_blocks, dotted_name, is_property, statements
+from synclint.syntax import assigned_targets, child_blocks, dotted_name, is_property, local_assignments, statements
 
 _ATTRIBUTE_NAMES = re.compile(r"\.\s*([A-Za-z_]\w*)")
+MAX_DEPENDS = 8  # terms kept per value (SyncSite.depends): enough to name its sources, bounded
+MAX_SYNCS_IF = 4  # of a function's syncs below its surest, those kept in its summary
 _DEPRECATED_TEXT = 160  # characters of a deprecation message kept for reports
 
 
@@ -40,9 +42,11 @@ class CallRecorder:
         self.classes_named: set[str] = set()  # receiver classes from annotations
         self.generators: set[int] = set()  # id() of functions holding a `yield`
         self.device_args: dict[str, dict[str, dict[int | str, Where]]] = {}  # caller -> callee -> GPU arguments
+        self.passes: dict[str, dict[str, dict[int | str, tuple[str, ...]]]] = {}  # caller -> callee -> FunctionSummary.passes
         self.repeated: set[str] = set()  # callees and reads in a loop or a per-step method
         self.keyword_args: dict[tuple[str, str], tuple[str | None, bool]] = {}  # see ModuleSummary.keyword_args
         self.valued: set[str] = set()  # callees whose result is used
+        self.depends = Dependencies(self.devices)
 
     def owner(self) -> str | None:
         """The summarised function holding the node: nested functions count as their enclosing one."""
@@ -81,9 +85,14 @@ class CallRecorder:
             if arg.star:
                 return  # positions after `*args` are unknown
             where = where_of(arg)
-            if not where.on_device or where.confidence < Confidence.MEDIUM:
-                continue
             key: int | str = arg.keyword.value if arg.keyword is not None else position
+            if not where.on_device or where.confidence < Confidence.MEDIUM:
+                if not where.on_host and not where.is_module:
+                    # Not known here: what it comes from may be (a caller's GPU tensor, a helper's result).
+                    depends = self.depends.of(self.ctx.scopes[-1], arg.value)
+                    if depends:
+                        self.passes.setdefault(owner, {}).setdefault(callee, {})[key] = depends
+                continue
             passed = self.device_args.setdefault(owner, {}).setdefault(callee, {})
             known = passed.get(key)
             if known is None or where.confidence > known.confidence:
@@ -169,8 +178,9 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
             params=params,
             positional=positional,
             device_args=recorder.device_args.get(qual, {}),
+            passes=recorder.passes.get(qual, {}),
         )
-    _add_syncs(ctx, summary, text, relpath, positions)
+    _add_syncs(ctx, summary, text, relpath, positions, recorder.depends)
     _add_weak_params(ctx, summary)
     _add_returns(devices, recorder, summary)
     for cls in devices.symbols.classes.values():
@@ -216,7 +226,7 @@ def add_late_syncs(ctx, summary: ModuleSummary, reports, text: str, relpath: str
     index = ctx.index
     late = [(rule, report) for rule, report in reports
             if (owner := _owner(ctx.devices, report.site.scope)) is None or owner not in index.chains]
-    _add_syncs(ctx, summary, text, relpath, positions, late)
+    _add_syncs(ctx, summary, text, relpath, positions, Dependencies(ctx.devices), late)
 
 
 def _functions(devices: DeviceModel) -> Iterator[tuple[cst.FunctionDef, cst.ClassDef | None]]:
@@ -239,8 +249,10 @@ def _call_parameters(func: cst.FunctionDef, cls: cst.ClassDef | None) -> tuple[t
     return (*positional, *(p.name.value for p in params.kwonly_params)), len(positional)
 
 
-def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, reports=None) -> None:
-    """The surest sync each function's own body holds (the first, among equals), skipping silenced ones."""
+def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, depends: "Dependencies",
+               reports=None) -> None:
+    """The surest sync each function's own body holds (the first, among equals), skipping
+    silenced ones; and the syncs below high that other files' facts may make surer than it."""
     candidates = []
     for rule, report in ctx.reports if reports is None else reports:
         if not rule.syncs or report.allowed:
@@ -252,9 +264,9 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
         return
     located = positions([report for _, _, report in candidates])
     noqa = parse_noqa(text)
+    found: dict[str, list[SyncSite]] = {}
     # The surest sync of each function, the first of those: a caller's finding is as sure as it.
     for owner, rule, report in sorted(candidates, key=lambda c: (-c[2].confidence, located[c[2].node].start.line)):
-        func = summary.functions[owner]
         row = located[report.node].start.line
         mark = noqa.get(row)
         if mark is not None and mark.silences(rule.code):
@@ -271,9 +283,16 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
             once = _memoizing_guard(ctx.module, scope, report.node, _is_dataclass(cls))
         # A sync that fills a cache runs the first time only: no per-step cost to callers.
         confidence = Confidence.LOW if once is not None else report.confidence
-        if func.sync is not None and (func.sync.confidence, -func.sync.row) >= (confidence, -row):
-            continue
-        func.sync = SyncSite(rule.code, one_line(code, 60), relpath, row, confidence, once)
+        came_from = depends.of(scope, report.node) if once is None and confidence < Confidence.HIGH else ()
+        found.setdefault(owner, []).append(
+            SyncSite(rule.code, one_line(code, 60), relpath, row, confidence, once, came_from))
+    for owner, sites in found.items():
+        func = summary.functions[owner]
+        known = [site for site in (func.sync, *func.syncs_if) if site is not None]
+        ranked = sorted(dict.fromkeys([*known, *sites]), key=lambda site: (-site.confidence, site.row))
+        func.sync = ranked[0]
+        func.syncs_if = tuple(sorted((site for site in ranked[1:] if site.depends), key=lambda site: site.row)
+                              )[:MAX_SYNCS_IF]
 
 
 def _quoted_expression(message: str) -> str | None:
@@ -340,15 +359,78 @@ def _cached_by(module: cst.Module, test: cst.BaseExpression) -> str | None:
 
 def _add_weak_params(ctx, summary: ModuleSummary) -> None:
     """Parameters a caller's GPU tensor would make surer, of functions that report a sync not
-    proven on the device (the only ones a caller's fact can change). Taken from the function's
-    own evidence, so that the view a caller's fact makes does not change them."""
+    proven on the device (the only ones a caller's fact can change), and those a function passes
+    on to project functions (a caller's fact reaches the functions it calls). Taken from the
+    function's own evidence, so that what callers pass does not change them."""
     unsure = {owner for rule, report in ctx.reports
               if rule.syncs and report.confidence < Confidence.HIGH
               and (owner := _owner(ctx.devices, report.site.scope)) is not None}
     for func, _ in _functions(ctx.devices):
         qual = ctx.devices.symbols.function_qualname(func)
-        if qual in unsure and qual in summary.functions:
-            summary.functions[qual].weak_params = frozenset(ctx.devices.facts(func).weak_params)
+        item = summary.functions.get(qual or "")
+        if item is None:
+            continue
+        passed_on = {term[len("param:"):] for args in item.passes.values() for terms in args.values()
+                     for term in terms if term.startswith("param:")}
+        if qual not in unsure and not passed_on:
+            continue
+        weak = frozenset(ctx.devices.facts(func).weak_params)
+        if qual in unsure:
+            item.weak_params = weak
+        item.relayed = weak & passed_on
+
+
+class Dependencies:
+    """What a value of a function may come from beyond its file's own evidence: the project
+    functions whose results flow into it (`call:pkg.mod.f`) and the parameters of the function
+    it reads (`param:x`), followed through the function's own assignments (SyncSite.depends).
+    A syntactic fact of the file alone: the index answers it once it has solved the project."""
+
+    def __init__(self, devices: DeviceModel) -> None:
+        self.devices = devices
+        self._assigned: dict[int, tuple[cst.FunctionDef, dict[str, list[cst.BaseExpression | None]]]] = {}
+
+    def of(self, scope, node: cst.CSTNode) -> tuple[str, ...]:
+        if not isinstance(scope, cst.FunctionDef) or self.devices.symbols.function_qualname(scope) is None:
+            return ()
+        known = self._assigned.get(id(scope))
+        if known is None or known[0] is not scope:
+            known = self._assigned[id(scope)] = (scope, local_assignments(scope))
+        assigned = known[1]
+        params = scope.params
+        names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)} - {"self", "cls"}
+        found: set[str] = set()
+        seen: set[str] = set()
+        pending: list[cst.CSTNode] = [node]
+        while pending and len(found) < 4 * MAX_DEPENDS:
+            for part in _value_parts(pending.pop()):
+                if isinstance(part, cst.Call):
+                    callee = self.devices.symbols.callee_qualname(part.func, scope)
+                    if callee is not None:
+                        found.add(f"call:{callee}")
+                elif isinstance(part, cst.Name) and part.value not in seen:
+                    seen.add(part.value)
+                    if part.value in names:
+                        found.add(f"param:{part.value}")
+                    pending.extend(value for value in assigned.get(part.value, ()) if value is not None)
+        return tuple(sorted(found)[:MAX_DEPENDS])
+
+
+def _value_parts(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes of an expression that its value may come from: not attribute or keyword names,
+    nor what nested functions and lambdas hold."""
+    stack = [node]
+    while stack:
+        part = stack.pop()
+        yield part
+        if isinstance(part, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(part, cst.Attribute):
+            stack.append(part.value)
+        elif isinstance(part, cst.Arg):
+            stack.append(part.value)
+        else:
+            stack.extend(part.children)
 
 
 def _owner(devices: DeviceModel, scope) -> str | None:
