@@ -82,6 +82,8 @@ CHECK_OPTIONS: tuple[Option, ...] = (
     _option("--statistics", help="print counts per rule, split by context, instead of each finding", action="store_true"),
     _option("--quiet", "-q", action="store_true",
             help="print the findings only: no progress, no summary line"),
+    _option("--verbose", "-v", action="store_true",
+            help="print, on standard error, each phase of the run: its files, how many came from the cache, its time"),
     _option("--exit-zero", help="exit 0 even when there are findings", action="store_true"),
     _option("--extend-exclude", help="more globs to skip", type=globs, metavar="GLOBS"),
     _option("--force-exclude", help="apply excludes to files named on the command line", action="store_true"),

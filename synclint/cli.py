@@ -141,11 +141,22 @@ def _cmd_check(args: argparse.Namespace, argv: list[str] | None) -> int:
     return code
 
 
+def _print_phases(run) -> None:
+    """What the run did, phase by phase (`-v`), and how many analyses it made of how many files."""
+    for phase in run.phases:
+        counts = f"{phase.cached} from the cache, {phase.analysed} analysed" if phase.unit == "files" else ""
+        print(f"synclint: {phase.seconds:8.2f} s  {phase.label}: {phase.files} {phase.unit}"
+              + (f" ({counts})" if counts else ""), file=sys.stderr)
+    analyses = sum(phase.analysed for phase in run.phases)
+    print(f"synclint: {analyses} analyses; {len(run.analysed_files)} files indexed, {len(run.files)} checked",
+          file=sys.stderr)
+
+
 def _replays(args: argparse.Namespace, argv: list[str] | None):
     """Where this command's last output is kept (synclint.cache.replay), or None when it cannot be
     replayed: it reads standard input, writes files, or runs without a cache."""
     if (argv is None or args.no_cache or args.fix or args.add_noqa or args.write_baseline is not None
-            or [str(p) for p in args.paths] == ["-"]):
+            or args.verbose or [str(p) for p in args.paths] == ["-"]):
         return None
     from synclint.cache.replay import Replays, command_key
     from synclint.config import ConfigError, project_root
@@ -207,6 +218,8 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         read[2].update(run.signatures)
     for warning in run.warnings:
         print(f"synclint: warning: {warning}", file=sys.stderr)
+    if args.verbose:
+        _print_phases(run)
     no_files = not stdin and not run.files and not run.problems
     if no_files and not args.quiet:
         print("synclint: warning: No Python files found under the given paths", file=sys.stderr)  # as ruff

@@ -40,6 +40,7 @@ class RunResult:
     read_files: list[str] = field(default_factory=list)
     analysed_files: list[str] = field(default_factory=list)  # of those, the files parsed and analysed
     signatures: dict[str, Signature] = field(default_factory=dict)  # of some of those, as the run took them
+    phases: list["PhaseCount"] = field(default_factory=list)  # what the run did (`synclint check -v`)
 
     @property
     def findings(self):
@@ -240,16 +241,64 @@ def run_paths(
     run.read_files = [os.fspath(job.path) for job in work]
     run.analysed_files = list(run.read_files)
     workers = jobs or os.cpu_count() or 1
+    tally = Tally(progress)
     if mode.add_noqa:
-        results = _check_all(work, mode, None, workers, progress)
+        results = _check_all(work, mode, None, workers, tally)
     elif not any(job.settings.project_analysis for job in work):
-        results = _check_all(work, Mode(debug=mode.debug), cache, workers, progress)
-        results = _fixed(work, results, mode, workers, progress, cache)
+        results = _check_all(work, Mode(debug=mode.debug), cache, workers, tally)
+        results = _fixed(work, results, mode, workers, tally, cache)
     else:
-        results = _check_project(work, paths, resolver, mode, cache, workers, progress, cwd, run)
+        results = _check_project(work, paths, resolver, mode, cache, workers, tally, cwd, run)
+    run.phases = tally.finished()
     run.files = [item for item in results if item is not None]
     _collect_problems(run)
     return run
+
+
+@dataclass
+class PhaseCount:
+    """One phase of a run: how many files it took, how many of those came from the cache (the
+    others were analysed), and how long it took."""
+
+    label: str
+    files: int  # or, for a step (the solve), what it worked on: `unit`
+    cached: int = 0
+    seconds: float = 0.0
+    unit: str = "files"
+
+    @property
+    def analysed(self) -> int:
+        return self.files - self.cached if self.unit == "files" else 0
+
+
+class Tally:
+    """The progress display of a run, counting each phase as it passes it on (`RunResult.phases`)."""
+
+    def __init__(self, progress: "_Phases") -> None:
+        self.progress = progress
+        self.phases: list[PhaseCount] = []
+        self._started = time.monotonic()
+
+    def phase(self, label: str, total: int, done: int = 0) -> Callable[[int], None]:
+        self._close()
+        self.phases.append(PhaseCount(label, total, done))
+        return self.progress.phase(label, total, done)
+
+    def step(self, label: str, items: int, unit: str, seconds: float) -> None:
+        """A phase that takes no files through the display (the solve): the `items` (`unit`) it worked on."""
+        self._close()
+        self.phases.append(PhaseCount(label, items, 0, seconds, unit))
+        self._started = time.monotonic()
+
+    def finished(self) -> list[PhaseCount]:
+        self._close()
+        return self.phases
+
+    def _close(self) -> None:
+        now = time.monotonic()
+        if self.phases and not self.phases[-1].seconds:
+            self.phases[-1].seconds = now - self._started
+        self._started = now
 
 
 class _Phases(Protocol):
@@ -281,7 +330,7 @@ def _check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, p
 
 
 def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver, mode: Mode, cache: Cache | None,
-                   workers: int, progress: Progress, cwd: Path, run: RunResult) -> list[FileFix | None]:
+                   workers: int, progress: Tally, cwd: Path, run: RunResult) -> list[FileFix | None]:
     """Checks with project analysis (synclint.project), each file analysed at most twice:
 
     1. First looks: every checked file, and the other files of their packages whose facts they
@@ -346,7 +395,9 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         run.analysed_files = [os.fspath(job.path) for job in jobs]
         summaries = {job.shown: item.result.summary for job, item in zip(jobs, results)
                      if item is not None and item.result.summary is not None}
+        solving = time.monotonic()
         index = ProjectIndex(summaries.values())
+        progress.step("project analysis: one solve", len(summaries), "summaries", time.monotonic() - solving)
         results[: len(work)] = _answered(index, shown, results[: len(work)], check, cache, workers, progress)
         whole = len(jobs) == len(work) + len(index_only)  # else a part of the package: no state to keep
         if whole and cache is not None and snapshot_key:
@@ -371,7 +422,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
 
 
 def _answered(index: ProjectIndex, jobs: list[Job], firsts: list[FileFix | None], check: Mode, cache: Cache | None,
-              workers: int, progress: Progress) -> list[FileFix | None]:
+              workers: int, progress: Tally) -> list[FileFix | None]:
     """Step 3 of `_check_project`: each job whose first look (`firsts`) has a summary and whose
     facts from `index` are not empty is given them (in place) and checked once more."""
     results = list(firsts)
@@ -393,7 +444,7 @@ def _answered(index: ProjectIndex, jobs: list[Job], firsts: list[FileFix | None]
 
 
 def _checked_against(index: ProjectIndex, kept: Packed, jobs: list[Job], check: Mode, cache: Cache | None,
-                     workers: int, progress: Progress) -> list[FileFix | None]:
+                     workers: int, progress: Tally) -> list[FileFix | None]:
     """The jobs checked against a kept `index`, as a run over the whole package checks them.
 
     A file's facts (`view_for`) depend on its summary only through what it names (its calls,
@@ -440,7 +491,7 @@ def _reader(cache: Cache | None, texts: dict[Path, bytes] | None) -> Callable[[P
 
 
 def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: Mode, cache: Cache | None,
-               workers: int, progress: Progress, label: str) -> tuple[list[Job], list[FileFix | None]]:
+               workers: int, progress: Tally, label: str) -> tuple[list[Job], list[FileFix | None]]:
     """The first `checked` jobs, and of the others (the rest of their packages) only those whose
     facts they use, as deep as needed (synclint.project.demand), each checked once; the jobs
     and their results, the checked ones first. Once those are more than half of the jobs, all
@@ -496,7 +547,7 @@ def _given_view(job: Job, view: ProjectView | None) -> Job:
     return replace(job, project=replace(job.project, view=view or None))
 
 
-def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: Progress,
+def _fixed(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: "_Phases",
            cache: Cache | None = None) -> list[FileFix | None]:
     """With --fix/--diff: the files whose findings have fixes to apply, fixed with their views.
 
