@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from conftest import run_json
+from conftest import run_cli, run_json
 
 
 def make_package(root, files: dict[str, str]) -> None:
@@ -841,3 +841,46 @@ def test_the_example_of_a_host_keyword_does_not_depend_on_the_order_of_the_files
     other = ModuleSummary("app.b", "app/b.py", keyword_args={("embed", "mask"): ("`cpu_mask` in b()", False)})
     assert (ProjectIndex([one, other]).host_keywords == ProjectIndex([other, one]).host_keywords
             == {("embed", "mask"): "`cpu_mask` in b()"})
+
+
+def test_verbose_counts_each_phase_and_every_file_is_analysed_at_most_twice(tmp_path):
+    # Three files (and the package's __init__.py): a helper that returns a GPU tensor, a user of it (a fact from another file:
+    # checked a second time, with it) and a file that uses nothing of the others (checked once).
+    make_package(tmp_path, {
+        "factory.py": """
+            import torch
+
+
+            def make(n):
+                return torch.zeros(n, device="cuda")
+        """,
+        "user.py": """
+            import torch
+
+            from app.factory import make
+
+
+            def count(n):
+                return make(n).sum().item()
+        """,
+        "alone.py": """
+            import torch
+
+
+            def norm(x: torch.Tensor) -> float:
+                return x.norm().item()
+        """,
+    })
+    cache = str(tmp_path / "cache")
+    cold = run_cli("check", "-v", "-q", "--exit-zero", "--cache-dir", cache, ".", cwd=tmp_path)
+    lines = cold.stderr.splitlines()
+    assert [line.split(" s  ", 1)[1] for line in lines[:-1]] == [
+        "checking; indexing app once for project analysis: 4 files (0 from the cache, 4 analysed)",
+        "project analysis: one solve: 3 summaries",
+        "project analysis: a second look at the files that use other files' facts: 1 files (0 from the cache,"
+        " 1 analysed)",
+    ]
+    assert lines[-1] == "synclint: 5 analyses; 4 files indexed, 4 checked"
+    # Warm: the same files from the cache, with the solved index the cold run kept: nothing analysed.
+    warm = run_cli("check", "-v", "-q", "--exit-zero", "--cache-dir", cache, ".", cwd=tmp_path)
+    assert warm.stderr.splitlines()[-1] == "synclint: 0 analyses; 4 files indexed, 4 checked"
