@@ -202,7 +202,7 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         _started()
         if stdin:
             data = sys.stdin.buffer.read()
-            run = run_stdin(data, args.stdin_filename, resolver, mode, cwd)
+            run = run_stdin(data, args.stdin_filename, resolver, mode, cwd, _cache(args, settings))
         else:
             with Progress(display(quiet=args.quiet)) as progress:  # erased before anything else is printed
                 run = run_paths(args.paths or [Path(".")], resolver, mode, jobs=args.jobs,

@@ -96,6 +96,7 @@ class Job:
     project: ProjectFile = ProjectFile()
     # For a fix: the digest of the bytes the run's check read and what it found (fixes.fix_file).
     checked: tuple[bytes, FileResult] | None = None
+    data: bytes | None = None  # the file's text as given on standard input, instead of what is on disk
 
 
 def _process(job: Job, mode: Mode) -> FileFix:
@@ -108,6 +109,8 @@ def _process(job: Job, mode: Mode) -> FileFix:
         return skipped
     if mode.add_noqa:
         item = add_noqa_file(path, shown, settings, mode.debug)
+    elif job.data is not None:
+        item = FileFix(check_bytes(job.data, shown, settings, mode.debug, job.project))
     elif not mode.fix:
         item = FileFix(check_file(path, shown, settings, mode.debug, job.project))
     else:
@@ -127,13 +130,31 @@ def _with_noqa_warnings(item: FileFix, settings: Settings) -> FileFix:
     return item
 
 
-def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mode: Mode, cwd: Path) -> RunResult:
-    """Check (or fix, in memory) source read from standard input; `filename` picks the settings."""
+def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mode: Mode, cwd: Path,
+              cache: Cache | None = None, progress: Progress = OFF) -> RunResult:
+    """Check (or fix, in memory) source read from standard input; `filename` picks the settings
+    and, for a file of a package checked with project analysis, its place in the project: it is
+    checked as a run over that file by path checks it, with `data` for its text."""
     shown = filename or "-"
     settings = resolver.for_path(cwd / filename if filename else cwd)
     skipped = _too_large(len(data), shown, settings)
     if skipped is not None:
         run = RunResult(files=[skipped])
+        _collect_problems(run)
+        return run
+    path = cwd / filename if filename else None
+    if path is not None and not mode.fix and settings.project_analysis and package_root(path) is not None:
+        run = RunResult()
+        cache = cache.for_run() if cache is not None else None
+        job = Job(path, display_path(path.absolute(), cwd), settings, data=data)
+        run.read_files = run.analysed_files = [os.fspath(path)]
+        tally = Tally(progress)
+        results = _check_project([job], [path], resolver, mode, cache, os.cpu_count() or 1, tally, cwd, run)
+        run.phases = tally.finished()
+        run.files = [item for item in results if item is not None]
+        for item in run.files:  # shown as the name given
+            item.result.path = shown
+            item.result.findings = [replace(finding, filename=shown) for finding in item.result.findings]
         _collect_problems(run)
         return run
     if mode.fix:
@@ -360,7 +381,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
         run.read_files += list(state.files)
         run.signatures.update((path, known) for path, known in state.files.items() if path not in checked)
         run.walked_folders.update(state.folders)
-        jobs, _ = _with_text_facts([_placed(job) for job in work], cache.read, state)
+        jobs, _ = _with_text_facts([_placed(job) for job in work], _given(work, cache.read), state)
         results = _checked_against(cast(ProjectIndex, state.index), state.summaries, jobs, check, cache, workers,
                                    progress)
         return _fixed(jobs, results, mode, workers, progress, cache)
@@ -370,7 +391,7 @@ def _check_project(work: list[Job], paths: list[Path], resolver: SettingsResolve
     run.read_files += [os.fspath(job.path) for job in index_only]
     texts: dict[Path, bytes] = {}
     jobs, declarations = _with_text_facts([*[_placed(job) for job in work], *[_placed(job) for job in index_only]],
-                                           _reader(cache, texts if index_only else None))
+                                           _given(work, _reader(cache, texts if index_only else None)))
     snapshot_key = _snapshot_key(jobs, cache)
     snapshot = cache.get(snapshot_key, ProjectSnapshot) if cache is not None and snapshot_key else None
     snapshot_was_kept = snapshot is not None
@@ -490,6 +511,14 @@ def _reader(cache: Cache | None, texts: dict[Path, bytes] | None) -> Callable[[P
     return keep
 
 
+def _given(jobs: list[Job], read: Callable[[Path], bytes]) -> Callable[[Path], bytes]:
+    """`read`, but for the files whose text a job gives (standard input): that text."""
+    given = {job.path: job.data for job in jobs if job.data is not None}
+    if not given:
+        return read
+    return lambda path: given[path] if path in given else read(path)
+
+
 def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: Mode, cache: Cache | None,
                workers: int, progress: Tally, label: str) -> tuple[list[Job], list[FileFix | None]]:
     """The first `checked` jobs, and of the others (the rest of their packages) only those whose
@@ -502,13 +531,13 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
         if job.settings.project_analysis and job.project.module:
             modules.setdefault(job.project.module, i)
 
-    read = _reader(cache, texts)  # keeps what it reads in `texts`
+    read = _given(jobs[:checked], _reader(cache, texts))  # keeps what it reads in `texts`
 
     def text(i: int) -> bytes:
         path = jobs[i].path
         if path not in texts:
             try:
-                read(path)
+                texts[path] = read(path)
             except OSError:
                 texts[path] = b""
         return texts[path]
@@ -626,6 +655,8 @@ def _entry_key(cache: Cache, job: Job, digest: bytes | None = None) -> str:
     `digest`, of the entry of a file with bytes of that sha256 digest (check_unsaved)."""
     view = job.project.view
     fields = ",".join(sorted(job.project.host_fields))
+    if digest is None and job.data is not None:
+        digest = hashlib.sha256(job.data).digest()
     return cache.key(cache.digest(job.path) if digest is None else digest, job.shown, job.settings,
                      f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -465,9 +466,14 @@ def test_a_gpu_tensor_passed_on_through_a_helper_that_does_not_sync_reaches_the_
     assert (check["filename"], check["location"]["row"], check["confidence"]) == ("app/checks.py", 5, "medium")
     assert check["because"] == ("scale() passes it here (scale() is given `t` on the GPU (run() passes `x` here"
                                 " (made by torch.randn(...) on \"cuda\")))")
-    # The file checked alone by path gives the same finding as the run over the package.
+    # The file checked alone by path, and on standard input as that path, gives the same finding
+    # as the run over the package (all three with no cache: each works out what it needs).
     _, alone = run_json("check", "--no-cache", "app/checks.py", cwd=tmp_path)
     assert alone == [check]
+    text = (tmp_path / "app" / "checks.py").read_text(encoding="utf-8")
+    piped = run_cli("check", "--no-cache", "--output-format", "json", "-", "--stdin-filename", "app/checks.py",
+                    cwd=tmp_path, stdin=text)
+    assert json.loads(piped.stdout) == [check]
 
 
 def test_a_sync_on_what_a_helper_elsewhere_returns_is_as_sure_as_that_helper(tmp_path):
