@@ -745,6 +745,7 @@ def test_after_a_run_over_the_package_an_edited_file_is_checked_without_reading_
     import time
     from pathlib import Path
 
+    import synclint.project.run as project_run
     import synclint.runner as runner
     from synclint.cache.store import Cache
     from synclint.config import SettingsResolver
@@ -762,8 +763,8 @@ def test_after_a_run_over_the_package_an_edited_file_is_checked_without_reading_
 
     assert [f.code for f in run("app").findings] == ["SYNC107"]  # the helper's own sync
     walks = []
-    walk = runner._package_files
-    monkeypatch.setattr(runner, "_package_files", lambda *args: walks.append(args) or walk(*args))
+    walk = project_run._package_files
+    monkeypatch.setattr(project_run, "_package_files", lambda *args: walks.append(args) or walk(*args))
     step = tmp_path / "app" / "step.py"
     step.write_text(step.read_text().replace("same(n)", "count(n)"))  # now a call that syncs, in a loop
     edited = run("app/step.py")

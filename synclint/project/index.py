@@ -3,7 +3,7 @@
 `ProjectIndex` computes, recursion included, a `Chain` for every function that syncs,
 directly or through the functions it calls, and the place each function's result lives;
 then gives each file a `ProjectView`: only the facts about the names it uses from other
-files. A file whose view is empty needs no second look (see `synclint.runner`).
+files. A file whose view is empty needs no second look (see `synclint.project.run`).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Nothing here knows LSP. It is `synclint check --stdin-filename` kept warm: the settings of the
 nearest `[tool.synclint]` (`SettingsResolver`), the cache a CLI run from the same folder uses,
-and for each package the state that the last run over it left there (`runner.package_state`),
-against which a buffer is checked as pre-commit checks an edited file (`runner.check_unsaved`).
+and for each package the state that the last run over it left there (`project.run.package_state`),
+against which a buffer is checked as pre-commit checks an edited file (`project.run.check_unsaved`).
 A configured baseline hides the findings it records, as `synclint check` does (a baseline that
 cannot be read is a configuration error). Every method runs on the server's one checking thread: libcst parses are not thread-safe
 (`engine.parse_module`), and the GIL would give nothing to a second thread.
@@ -26,7 +26,8 @@ from synclint.files import relative_to_root
 from synclint.project.facts import ProjectFile
 from synclint.project.index import ProjectIndex
 from synclint.project.placement import package_root
-from synclint.runner import check_unsaved, display_path, package_state
+from synclint.jobs import display_path
+from synclint.project.run import check_unsaved, package_state
 
 
 @dataclass
