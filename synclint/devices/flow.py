@@ -266,8 +266,8 @@ class FlowWalker:
         if isinstance(small, cst.AnnAssign):
             new = dict(env)
             value = evaluator.eval(small.value) if small.value is not None else UNKNOWN
-            if value.place is Place.HOST and value.element is None and value.items is None:
-                # `parts: list[torch.Tensor] = list(t.split(n))`: the annotation says what it holds
+            if value.place is Place.HOST and value.element is None and not value.items:
+                # `parts: list[torch.Tensor] = []`, `cache: dict[str, Tensor] = {}`: the annotation says what it holds
                 declared_kind = evaluator.from_annotation(small.annotation.annotation,
                                                           (dotted_name(small.target) or "").rsplit(".", 1)[-1])
                 if declared_kind is not None and declared_kind.element is not None:

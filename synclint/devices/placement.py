@@ -95,6 +95,8 @@ class Placement:
             return self.device_of(named)
         if isinstance(arg, cst.IfExp):  # what the code says on each path, before what its text reads as
             return join_spec_or_unknown(self.device_of(arg.body), self.device_of(arg.orelse))
+        if isinstance(arg, cst.BooleanOperation):  # `device or "cpu"`: one or the other
+            return join_spec_or_unknown(self.device_of(arg.left), self.device_of(arg.right))
         if isinstance(arg, (cst.Name, cst.Attribute, cst.Subscript, cst.FormattedString)):
             spec = self.eval(arg).spec  # a device spec the code made (`dev = "cuda" if c else "cpu"`)
             if spec is not None:

@@ -132,3 +132,6 @@ def keyed(n: int):
     found.popitem()[1]  # where: device high
     a_key, *others = stats
     a_key  # where: host high
+    a.ndimension()  # where: host high
+    cache: dict[str, torch.Tensor] = {}
+    cache["k"]  # where: device medium (annotated torch.Tensor)
