@@ -261,3 +261,29 @@ def test_backward_proves_a_tensor_over_a_value_of_a_helper_object(tmp_path):
             print(loss.item())
     """
     assert found(tmp_path, code) == [("SYNC107", 19, 15, "medium")]
+
+
+def test_a_batch_of_a_torch_data_loader_is_host_data_copied_to_the_gpu(tmp_path):
+    code = """
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    def run(model, xs, ys, epochs):
+        target = torch.device("cuda")
+        model.to(target)
+        loader = DataLoader(TensorDataset(xs, ys), batch_size=32, shuffle=True)
+        for _ in range(epochs):
+            for step, (x, y) in enumerate(loader):
+                print(x.sum().item())
+                x = x.to(target)
+                y = y.to(target)
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                print(step, loss.item())
+    """
+    assert found(tmp_path, code) == [
+        ("SYNC102", 12, 19, "medium"),  # `x.to(target)`: a loader's batch, in host memory
+        ("SYNC102", 13, 19, "medium"),
+        ("SYNC107", 16, 25, "medium"),  # `loss.item()`; `x.sum().item()` on the host batch is no wait
+    ]

@@ -479,6 +479,11 @@ class Evaluator(Placement):
             made = Where(Place.MODULE, Confidence.LOW, f"{short}(...) is an nn.Module")
             # A container's attributes are its layers: the element says what they are.
             return replace(made, element=made) if short in MODULE_CONTAINERS else made
+        if qual in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"):
+            # Its batches are collated in host memory (pinned with `pin_memory=True`): what is
+            # moved to the GPU from them is a host-to-device copy.
+            batch = Where(Place.HOST_TENSOR, Confidence.MEDIUM, "a batch of a torch DataLoader, collated in host memory")
+            return Where(Place.HOST, Confidence.HIGH, element=batch)
         if qual == "torch.compile":
             wrapped = self.eval(call.args[0].value) if call.args else UNKNOWN
             return wrapped if wrapped.is_module else UNKNOWN

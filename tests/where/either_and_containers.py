@@ -90,6 +90,14 @@ def sequences(n: int):
     left  # where: host high
 
 
+def loaded(data, steps: int):
+    loader = torch.utils.data.DataLoader(data, batch_size=4)
+    for x, y in loader:
+        x  # where: host-tensor medium (a batch of a torch DataLoader)
+    for batch in loader:
+        batch["ids"]  # where: host-tensor medium (a batch of a torch DataLoader)
+
+
 class Helper:
     def run(self, batch):
         return batch
