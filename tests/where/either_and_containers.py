@@ -114,6 +114,9 @@ def overruled(batch, x_np: np.ndarray):
     weight = store.get("w")
     weight.requires_grad
     weight  # where: device (weight is used as a tensor)
+    grads = store["g"]
+    grads.grad
+    grads  # where: device (grads is used as a tensor (`grads.grad`))
     item = store["x"]
     if isinstance(item, torch.Tensor):
         item  # where: device (is a tensor where `isinstance(item, torch.Tensor)` holds)
