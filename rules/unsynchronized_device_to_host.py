@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from synclint.devices.lattice import Place, Where
+from synclint.devices.lattice import Place, Where, is_host_guess
 from synclint.model import Confidence
 from synclint.patterns import one_line
 from synclint.rule import Invalid, Rule, Valid
@@ -214,7 +214,9 @@ class UnsynchronizedDeviceToHost(Rule):
         name = dotted_name(_memory_root(func.value))
         # A host tensor, or host memory by its name (`counts_cpu`); a proven host value such
         # as a list of tensors says nothing about the tensor inside it.
-        host_memory = target.place is Place.HOST_TENSOR or (target.place is Place.HOST and target.confidence < Confidence.HIGH)
+        # (A host guess, an element of a container whose elements are not known, says nothing either.)
+        host_memory = target.place is Place.HOST_TENSOR or (
+            target.place is Place.HOST and target.confidence < Confidence.HIGH and not is_host_guess(target))
         if name is None or not host_memory:
             return None
         return name, source.weaker(target.confidence)

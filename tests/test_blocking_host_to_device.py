@@ -315,11 +315,13 @@ def test_a_factory_while_a_module_is_built_follows_the_default_device():
     found = {f.location.row: f for f in findings(code)}
     # Built under the loader's `with torch.device(...)`: a guess, at low confidence, and saying why.
     assert found[13].confidence == Confidence.LOW and "default device" in found[13].because
-    # A method forward calls runs on every step: the copy is a host tensor's, as sure as before.
-    assert found[16].confidence == Confidence.MEDIUM
-    # Without a register_buffer (nor an nn.Module base) nothing says a module is being built.
+    # A method forward calls runs on every step: the copy is a host tensor's to `self.device`, which
+    # `__init__` sets to `torch.device("cuda:0")`: the GPU surely, so the copy is proven.
+    assert found[16].confidence == Confidence.HIGH
+    # Without a register_buffer (nor an nn.Module base) nothing says a module is being built: a host
+    # tensor copied to `torch.device("cuda:0")`, proven.
     plain = {f.location.row: f for f in findings(code.replace('self.register_buffer("cache", self._cache(n), persistent=False)', "self.cache = self._cache(n)"))}
-    assert plain[13].confidence == Confidence.MEDIUM
+    assert plain[13].confidence == Confidence.HIGH
 
 
 def test_a_factory_moved_to_the_device_is_made_there():

@@ -22,6 +22,7 @@ from synclint.devices.conventions import (
     names_a_device,
     names_the_host,
 )
+from synclint.devices.placement import Placement
 from synclint.devices.lattice import (
     HOST,
     MODULE_OUTPUT,
@@ -36,6 +37,9 @@ from synclint.devices.lattice import (
     host_tensor,
     join,
     join_all,
+    join_spec,
+    guess_host,
+    is_host_guess,
 )
 from synclint.devices.torch_api import (
     ARRAY_ONLY_METHODS,
@@ -78,7 +82,7 @@ if TYPE_CHECKING:
     from synclint.devices.model import DeviceModel
 
 
-class Evaluator:
+class Evaluator(Placement):
     """Evaluates one expression under one environment."""
 
     def __init__(self, model: DeviceModel, scope: Scope | None, env: Env) -> None:
@@ -99,7 +103,7 @@ class Evaluator:
         return HOST
 
     _eval_Integer = _eval_Float = _eval_Imaginary = _host
-    _eval_SimpleString = _eval_ConcatenatedString = _eval_FormattedString = _host
+    _eval_ConcatenatedString = _host
     _eval_Set = _host
 
     def _eval_Tuple(self, expr: cst.Tuple | cst.List) -> Where:
@@ -117,8 +121,12 @@ class Evaluator:
         (`counts = {"raw": torch.tensor(0, device=d)}`, then `counts[key]`)."""
         values = [self.eval(e.value) for e in expr.elements if isinstance(e, cst.DictElement)]
         tensors = [w for w in values if w.is_tensor]
+        keys = [string_key(e.key) if isinstance(e, cst.DictElement) else None for e in expr.elements]
+        by_key = len(set(keys)) == len(keys) and all(isinstance(k, str) for k in keys)
         return Where(Place.HOST, Confidence.HIGH, mapping=True,
-                     element=join_all(tensors) if tensors and len(tensors) == len(expr.elements) else None)
+                     element=join_all(tensors) if tensors and len(tensors) == len(expr.elements) else None,
+                     items=tuple(values) if by_key else None,  # `{"loss": loss, "n": n}["loss"]`
+                     keys=tuple(k for k in keys if k is not None) if by_key else None)
 
     def within(self, comprehension: cst.BaseComp) -> "Evaluator":
         """An evaluator for the inside of a comprehension: each `for` target bound to the elements
@@ -160,6 +168,10 @@ class Evaluator:
             return HOST
         known = self.env.get(name)
         if known is not None and known.place is not Place.UNKNOWN:
+            if is_host_guess(known):
+                used = self._used_as_tensor(name)  # what only a tensor can do beats a guess
+                if used is not None:
+                    return used
             return known
         if known is None:
             if name in self.symbols.imports.aliases or name in self.symbols.functions or name in self.symbols.classes:
@@ -179,16 +191,26 @@ class Evaluator:
             # `for batch in loader:`, `batch = next(it)`: a dict or tuple of a data loader's tensors
             # (a parameter named `batch` is as often a host-side batch object)
             return Where(Place.HOST, Confidence.HIGH, element=self.model_tensor(f"{name} is a batch of a data loader"))
+        used = self._used_as_tensor(name)
+        return used if used is not None else UNKNOWN
+
+    def _used_as_tensor(self, name: str) -> Where | None:
+        """A tensor, when the code uses `name` as only a tensor can be used (`loss.backward()`, `x.grad`)."""
         use = self.model.tensor_uses(self.scope).get(name) if self.scope is not None else None
-        if use is not None:
-            because = f"{name} is used as a tensor (`{use}`)"
-            # `loss.backward()`: what gradients flow back from is a model's output.
-            return self.model_tensor(because) if ".backward(" in use else self.tensor(because)
-        return UNKNOWN
+        if use is None:
+            return None
+        because = f"{name} is used as a tensor (`{use}`)"
+        # `loss.backward()`: what gradients flow back from is a model's output.
+        return self.model_tensor(because) if ".backward(" in use else self.tensor(because)
 
     def _eval_Attribute(self, expr: cst.Attribute) -> Where:
         attr = expr.attr.value
         if attr in HOST_ATTRIBUTES:
+            if isinstance(expr.value, cst.Name) and expr.value.value == "self" and isinstance(self.scope, cst.FunctionDef):
+                cls = self.symbols.self_class(self.scope)
+                known = self.model.class_attrs(cls).get(attr) if cls is not None else None
+                if known is not None and known.spec is not None:
+                    return known  # `self.device = torch.device("cuda")` in `__init__`
             return HOST
         qual = self.symbols.qualname(expr)
         if qual is not None and qual.startswith(("torch.", "numpy.", "math.")):
@@ -231,7 +253,9 @@ class Evaluator:
         if by_key is not None:
             return by_key  # `inputs["image_grid_thw"]`, `batch["ids_cpu"]`
         base = self.eval(expr.value)
-        if base.items is not None:
+        if base.mapping and key is not None and base.value_of(key) is not None:
+            return base.value_of(key) or UNKNOWN
+        if base.items is not None and base.keys is None:
             position = constant_position(expr)
             known = base.item(position) if position is not None else None
             return known if known is not None else UNKNOWN
@@ -239,6 +263,9 @@ class Evaluator:
             return UNKNOWN
         if base.place is Place.HOST and base.element is not None:
             return base.element  # `tensors[i]`, `batch["pixels"]`: an element of a list or dict of tensors
+        if base.place is Place.HOST and not base.is_none:
+            # An element of a container whose elements are not known (or of an array, a string)
+            return guess_host(base.because or "an element of a container whose elements are not known")
         return replace(base, items=None, element=None) if base.element is not None else base
 
     def _is_non_tensor_constant(self, expr: cst.BaseExpression) -> bool:
@@ -300,9 +327,20 @@ class Evaluator:
             if moved is not None:
                 return moved
         if isinstance(func, cst.Name):
+            if func.value in ("list", "tuple", "sorted", "reversed") and len(call.args) == 1 and not call.args[0].star:
+                # `tuple(t.cuda() for t in ts)`, `list(d.values())`: a host sequence of the iterable's elements
+                element = self.element_of(call.args[0].value)
+                return Where(Place.HOST, Confidence.HIGH, element=element) if element.is_tensor else HOST
             if func.value in HOST_BUILTINS:
                 return HOST
             if func.value in ("max", "min", "sum"):
+                positional = [a.value for a in call.args if a.keyword is None and not a.star]
+                if len(positional) == 1:
+                    # `sum(losses.values())`, `max(xs)`: a reduction over the iterable's elements
+                    element = self.element_of(positional[0])
+                    if func.value == "sum" and len(call.args) == 1:
+                        return combine([HOST, element])  # the start, 0, and each element
+                    return element if element.is_tensor else combine([self.eval(a.value) for a in call.args])
                 return combine([self.eval(a.value) for a in call.args]) if call.args else UNKNOWN
         if isinstance(func, cst.Attribute):
             result = self._eval_method(func.value, func.attr.value, call)
@@ -416,9 +454,12 @@ class Evaluator:
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"):
             # Wherever it is made, a module's parameter moves with the module (`model.to(device)`).
             return device(f"{qual.rsplit('.', 1)[-1]} of an nn.Module, which moves with the module", Confidence.MEDIUM)
-        if qual == "torch.device" or (
-            qual.startswith("torch.") and (short in HOST_RESULT_FUNCTIONS or short.startswith(("is_", "has_")))
-        ):
+        if qual == "torch.device":
+            # `torch.device("cuda")`, `torch.device("cuda", rank)`, `torch.device(type="cpu")`: a device spec
+            kind = keyword_arg(call, "type") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
+            spec = self.device_of(kind) if kind is not None else None
+            return replace(HOST, spec=spec) if spec is not None and spec.place is not Place.UNKNOWN else HOST
+        if qual.startswith("torch.") and (short in HOST_RESULT_FUNCTIONS or short.startswith(("is_", "has_"))):
             return HOST
         if qual.startswith("torch.") and qual.count(".") == 1 and short in TORCH_FACTORIES:
             return self._factory(call, f"{qual}(...)", like=None)
@@ -438,6 +479,11 @@ class Evaluator:
             made = Where(Place.MODULE, Confidence.LOW, f"{short}(...) is an nn.Module")
             # A container's attributes are its layers: the element says what they are.
             return replace(made, element=made) if short in MODULE_CONTAINERS else made
+        if qual in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"):
+            # Its batches are collated in host memory (pinned with `pin_memory=True`): what is
+            # moved to the GPU from them is a host-to-device copy.
+            batch = Where(Place.HOST_TENSOR, Confidence.MEDIUM, "a batch of a torch DataLoader, collated in host memory")
+            return Where(Place.HOST, Confidence.HIGH, element=batch)
         if qual == "torch.compile":
             wrapped = self.eval(call.args[0].value) if call.args else UNKNOWN
             return wrapped if wrapped.is_module else UNKNOWN
@@ -526,6 +572,10 @@ class Evaluator:
         base = self.eval(receiver)
         if base.is_module:
             return self._module_method(base, receiver, method, call)
+        if base.place is Place.HOST and not base.is_none and (base.mapping or base.element is not None or method in DICT_ONLY_METHODS):
+            contained = self._container_method(base, method, call)
+            if contained is not None:
+                return contained
         if method in ("parameters", "buffers") and base.place is Place.UNKNOWN:
             # An nn.Module's tensors; a module built here without .cuda()/.to() would be a host value.
             return device(f"{code_text(receiver)}.{method}() are a module's tensors", Confidence.MEDIUM)
@@ -534,11 +584,46 @@ class Evaluator:
             if device_arg is not None:
                 return self.device_of(device_arg)
             return base
-        if base.is_tensor or base.place is Place.HOST:
+        if base.is_tensor:
             return base
+        if base.place is Place.HOST:
+            if base.element is not None or base.items is not None or base.mapping:
+                return base
+            # A method of a host value (a string, an array, an object of the project's own class):
+            # a host value, but a guess that what only a tensor can do overrules (`trainer.loss(b)`).
+            return guess_host(base.because or f"`{code_text(receiver, 40)}.{method}(...)` is a method's result of a host value")
         if base.place is Place.UNKNOWN and method in ARRAY_ONLY_METHODS and self.model.imports_torch():
             # Only a tensor or an array has `.any()`, `.max()`, ...: in torch code, a tensor.
             return self.tensor(f"`{code_text(receiver, 40)}` has .{method}(), as only a tensor or an array has")
+        return None
+
+    def _container_method(self, base: Where, method: str, call: cst.Call) -> Where | None:
+        """What a dict's or a list's own method gives, from where its elements live: the values
+        of a dict through `popitem()`, `items()` (the value half), `values()`, `get`, `pop`,
+        `setdefault`; its keys (host values) through `keys()`; a list's through `pop()`. An element
+        of a container whose elements are not known is a host guess."""
+        contents = base.element if base.element is not None else guess_host("an element of a container whose elements are not known")
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if not base.mapping and base.element is not None and method not in DICT_ONLY_METHODS:
+            if method == "pop":
+                return contents
+            return base if method == "copy" else None
+        if method == "popitem" and not call.args:
+            return Where(Place.HOST, Confidence.HIGH, items=(HOST, contents))
+        if method == "items" and not call.args:
+            return Where(Place.HOST, Confidence.HIGH, element=Where(Place.HOST, Confidence.HIGH, items=(HOST, contents)))
+        if method == "values" and not call.args:
+            return Where(Place.HOST, Confidence.HIGH, element=contents)
+        if method == "keys" and not call.args:
+            return HOST
+        if method in ("get", "pop") and 1 <= len(positional) <= 2:
+            key = string_key(positional[0])
+            value = (base.value_of(key) if key is not None else None) or contents
+            return join(value, self.eval(positional[1])) if len(positional) == 2 else value
+        if method == "setdefault" and len(positional) == 2:
+            return join(contents, self.eval(positional[1]))
+        if method == "copy" and not call.args:
+            return base
         return None
 
     def _module_method(self, module: Where, receiver: cst.BaseExpression, method: str, call: cst.Call) -> Where:
@@ -550,7 +635,7 @@ class Evaluator:
         if method == "to":
             target = self._to_target(call)
             if target is not None and target.on_device:
-                return Where(Place.MODULE, Confidence.HIGH, target.because or f"{text}.to(...)")
+                return Where(Place.MODULE, target.confidence, target.because or f"{text}.to(...)")
             return module if target is None else Where(Place.MODULE, Confidence.LOW, module.because)
         if method in MODULE_RETURNING_METHODS:
             return module
@@ -563,91 +648,6 @@ class Evaluator:
         if module.element is not None and method not in MODULE_METHOD_NAMES:
             # `self.transformer.wte(idx)`: a layer kept in a container (`nn.ModuleDict(dict(wte=...))`)
             return self.module_output(module, call.func)
-        return UNKNOWN
-
-    def _to_target(self, call: cst.Call) -> Where | None:
-        """Where `.to(...)` puts the tensor, or None when it keeps the device (dtype only)."""
-        device_arg = keyword_arg(call, "device")
-        candidates = [device_arg] if device_arg is not None else [a.value for a in call.args if a.keyword is None][:1]
-        for arg in candidates:
-            qual = self.symbols.qualname(arg) or ""
-            if qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in DTYPE_NAMES:
-                return None
-            if isinstance(arg, cst.Attribute) and arg.attr.value == "dtype":
-                return None
-            placed = self.device_of(arg)
-            if placed.place is Place.UNKNOWN:
-                other = self.eval(arg)
-                if other.on_device:  # `x.to(grad)`: to the device (and dtype) of another tensor
-                    return Where(Place.DEVICE, max(other.confidence, Confidence.MEDIUM), f"moved to the device of `{code_text(arg)}`")
-                return None
-            if placed.on_device:
-                return Where(placed.place, placed.confidence, f"moved by .to({code_text(arg)})")
-            return placed
-        return None
-
-    def device_of(self, arg: cst.BaseExpression) -> Where:
-        """What a `device=` argument (or the first argument of `.to`) means."""
-        if isinstance(arg, cst.SimpleString):
-            text = arg.evaluated_value if isinstance(arg.evaluated_value, str) else ""
-            if text.startswith("cpu") or text == "meta":
-                return host_tensor(f"device {text!r}")
-            kind = text.split(":", 1)[0]
-            if kind and kind != "cuda" and kind.isidentifier():
-                # `"xpu"`, `"npu:0"`, `"mps"`, `"musa"`: a device, but another accelerator's, where the
-                # host waits for it and not for a CUDA GPU (ROCm GPUs are "cuda" to torch)
-                return Where(Place.DEVICE, Confidence.LOW, f"device {text!r}, not a CUDA GPU")
-            return device(f"device {text!r}")
-        if isinstance(arg, cst.Integer):
-            return device(f"device {arg.value}")
-        if isinstance(arg, cst.Name) and arg.value == "None":
-            return host_tensor("device=None")
-        if isinstance(arg, cst.Call) and self.symbols.qualname(arg.func) == "torch.device" and arg.args:
-            return self.device_of(arg.args[0].value)
-        if isinstance(arg, cst.Call) and (self.symbols.qualname(arg.func) or "").endswith("current_device"):
-            return device(code_text(arg))
-        if isinstance(arg, cst.Call) and not self.model.host_code and names_a_device(last_name(arg.func) or "") and (
-                not names_the_host(code_text(arg))):
-            return device(code_text(arg))  # `get_accelerator().get_current_device()`, `get_device_of_batch(b)`
-        if isinstance(arg, cst.Attribute) and arg.attr.value == "device":
-            owner = self.eval(arg.value)
-            if owner.on_device and owner.confidence is Confidence.LOW:
-                owner = UNKNOWN  # a tensor of unknown device: `x.device` names the device it computes on
-            if owner.is_tensor:
-                return Where(owner.place, owner.confidence, f"{code_text(arg)}" if owner.on_device else None)
-            text = code_text(arg)
-            if "cpu" in text.lower():
-                return host_tensor(text)
-            if self.model.host_code:
-                return UNKNOWN  # host-side code: a device variable there is as often the CPU
-            # A module's device is where it was put; a settings object's or an unknown value's, a guess.
-            return device(text, Confidence.MEDIUM if owner.place in (Place.UNKNOWN, Place.HOST) else Confidence.HIGH)
-        text = code_text(arg)
-        if names_the_host(text):
-            return host_tensor(text)
-        if isinstance(arg, cst.IfExp):
-            return join(self.device_of(arg.body), self.device_of(arg.orelse))
-        if isinstance(arg, cst.Name) and (known := self.env.get(arg.value)) is not None and known.place is Place.HOST_TENSOR:
-            return known  # a device the code tested: `if device.type == "cpu":`
-        if isinstance(arg, cst.Name) and isinstance(self.scope, cst.FunctionDef):
-            values = self.model.local_values(self.scope).get(arg.value, ())
-            if len(values) == 1 and values[0] is not None and arg.value not in names_in(values[0]):
-                # `device = x.device` (or `... if ... else None`) with `x` on the CPU: the CPU.
-                assigned = self.device_of(values[0])
-                if assigned.on_host:
-                    return host_tensor(f"{arg.value} = {code_text(values[0])}")
-            param = parameter(self.scope, arg.value)
-            default = param.default if param is not None else None
-            if (isinstance(default, (cst.SimpleString, cst.Call)) and self.device_of(default).on_host
-                    and not self.model.passed_here(self.scope, arg.value)):
-                return UNKNOWN  # `device: str = "cpu"` that no call in this file sets: the CPU unless a caller asks
-            if (isinstance(default, cst.Name) and default.value == "None" and not values and not self.model.host_code
-                    and not self.model.passed_here(self.scope, arg.value)):
-                # `device=None` that no call in this file sets: the GPU where a caller passes one, the
-                # default device (the CPU) where none does; a sync here is not proven for every caller
-                return device("a parameter that defaults to None: the GPU where a caller passes one", Confidence.MEDIUM)
-        if isinstance(arg, (cst.Name, cst.Attribute)) and not self.model.host_code and names_a_device(text):
-            return device(text)
         return UNKNOWN
 
     def positions_of(self, iterable: cst.BaseExpression) -> list[Where] | None:
@@ -728,3 +728,7 @@ class Evaluator:
                 last in self.symbols.classes and self.symbols.is_module_class(self.symbols.classes[last])):
             return Where(Place.MODULE, Confidence.LOW, f"{name} is annotated as an nn.Module")
         return None
+
+
+# Methods that only a dict has (a list, a string or an array has none of them).
+DICT_ONLY_METHODS = frozenset("popitem items values keys setdefault".split())

@@ -18,11 +18,24 @@ import libcst as cst
 
 from synclint.devices.conventions import PARAMETER_NAME, WEIGHT_LOADER, is_activation_name
 from synclint.devices.evaluate import Evaluator
-from synclint.devices.lattice import HOST, UNKNOWN, Env, Place, Where, combine, device, join, join_element
+from synclint.devices.lattice import (
+    HOST,
+    UNKNOWN,
+    Env,
+    Place,
+    Where,
+    combine,
+    device,
+    guess_host,
+    is_host_guess,
+    join,
+    join_all,
+    join_element,
+)
 from synclint.devices.narrowing import CPU_PATH, OTHER_PLATFORM, on_cpu_in, other_platform_when, tensors_when
 from synclint.devices.usage import host_uses
 from synclint.model import Confidence
-from synclint.syntax import Scope, dotted_name, ends_function, statements, unpacked
+from synclint.syntax import Scope, dotted_name, ends_function, statements, string_key, unpacked
 
 if TYPE_CHECKING:
     from synclint.devices.model import DeviceModel
@@ -86,6 +99,8 @@ class FlowWalker:
                 where = evaluator.eval(param.default)
                 if where.is_none or where.place is Place.UNKNOWN:
                     where = None
+                elif where.spec is not None:
+                    where = replace(where, spec=None)  # `device="cuda"`: a caller may pass another
             if where is None:
                 where = self.model.conventions.classify(name)
             if where is None and in_module and not self.model.host_code and func.name.value == "forward" and i == (1 if cls is not None else 0):
@@ -233,7 +248,8 @@ class FlowWalker:
             env = {**env, OTHER_PLATFORM: Where(Place.HOST, Confidence.HIGH, platform)}
         tensors = tensors_when(test, holds, self.model.symbols.qualname)
         unknown = {name: text for name, text in tensors.items()
-                   if env.get(name, UNKNOWN).place is Place.UNKNOWN and (name in env or self.model.conventions.classify(name) is None)}
+                   if (env.get(name, UNKNOWN).place is Place.UNKNOWN or is_host_guess(env[name]))
+                   and (name in env or self.model.conventions.classify(name) is None)}
         if not unknown:
             return env
         evaluator = Evaluator(self.model, self.scope, env)
@@ -250,8 +266,8 @@ class FlowWalker:
         if isinstance(small, cst.AnnAssign):
             new = dict(env)
             value = evaluator.eval(small.value) if small.value is not None else UNKNOWN
-            if value.place is Place.HOST and value.element is None and value.items is None:
-                # `parts: list[torch.Tensor] = list(t.split(n))`: the annotation says what it holds
+            if value.place is Place.HOST and value.element is None and not value.items:
+                # `parts: list[torch.Tensor] = []`, `cache: dict[str, Tensor] = {}`: the annotation says what it holds
                 declared_kind = evaluator.from_annotation(small.annotation.annotation,
                                                           (dotted_name(small.target) or "").rsplit(".", 1)[-1])
                 if declared_kind is not None and declared_kind.element is not None:
@@ -336,6 +352,16 @@ class FlowWalker:
         self.facts.self_attrs[name] = where if old is None or name in self.facts.declared_attrs else join(old, where)
         self.facts.declared_attrs.discard(name)
 
+    def _store_element(self, target: cst.Subscript, value: Where, env: Env) -> None:
+        """`d["loss"] = loss`, `parts[i] = t`: what a container built here holds afterwards."""
+        assert isinstance(target.value, cst.Name)
+        name = target.value.value
+        held = env.get(name)
+        if held is None or held.place is not Place.HOST or held.is_none or not (
+                held.mapping or held.element is not None or held.items is not None):
+            return
+        env[name] = _stored(held, target, value)
+
     def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression, env: Env, inner: Env) -> None:
         """Binds a `for` target; `for i, x in enumerate(xs)` and `for a, b in zip(as, bs)` bind
         each name from its own position (the index of `enumerate` is a Python int)."""
@@ -356,14 +382,24 @@ class FlowWalker:
             if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(elements):
                 evaluator = Evaluator(self.model, self.scope, env)
                 values = [evaluator.eval(e.value) for e in value_node.elements]
+            elif value.mapping:
+                values = [HOST] * len(elements)  # `a, b = d`: a dict's keys
             elif value.items is not None and len(value.items) == len(elements):
                 values = list(value.items)  # `ids, count = helper()` where helper returns a tuple
+            elif value.place is Place.HOST and not value.is_none:
+                # `a, b = parts` (a list of tensors): its elements; a dict's keys; a host guess where
+                # the elements are not known
+                one = HOST if value.mapping else value.element if value.element is not None else guess_host(
+                    value.because or "an element of a container whose elements are not known")
+                values = [one] * len(elements)
             for i, (element, node) in enumerate(zip(elements, target.elements)):
                 bound = values[i] if values else value
                 if isinstance(node, cst.StarredElement):
                     # `first, *rest = x.split(n)`: a list of what the others are
                     bound = Where(Place.HOST, Confidence.HIGH, element=bound if bound.is_tensor else None)
                 self._bind(element, bound, env)
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            self._store_element(target, value, env)
         elif (
             isinstance(target, cst.Attribute)
             and isinstance(target.value, cst.Name)
@@ -383,6 +419,27 @@ class FlowWalker:
                 declared.discard(name)
             else:
                 self.facts.self_attrs[name] = join(old, value)
+
+
+def _stored(held: Where, target: cst.Subscript, value: Where) -> Where:
+    """A container after `held[key] = value`: the value under a constant key of a dict built here,
+    and where its elements live (all tensors, or not known)."""
+    index = target.slice[0].slice if len(target.slice) == 1 else None
+    key = string_key(index.value) if isinstance(index, cst.Index) else None
+    if held.mapping and held.keys is not None and held.items is not None and key is not None:
+        keys, items = list(held.keys), list(held.items)
+        if key in keys:
+            items[keys.index(key)] = value
+        else:
+            keys.append(key)
+            items.append(value)
+        element = join_all(items) if all(w.is_tensor for w in items) else None
+        return replace(held, keys=tuple(keys), items=tuple(items), element=element)
+    # A key or a position not known here: each element is one of those before, or the new value.
+    before = [*(held.items or ()), *([held.element] if held.element is not None else [])]
+    all_tensors = held.element is not None or (held.items is not None and all(w.is_tensor for w in held.items))
+    element = join_all([*before, value]) if value.is_tensor and all_tensors else None
+    return replace(held, keys=None, items=None, element=element)
 
 
 def _settled(now: Env, before: Env) -> bool:

@@ -41,6 +41,12 @@ class Where:
     items: tuple["Where", ...] | None = None
     element: "Where | None" = None
     mapping: bool = False  # a dict: `element` is where its values live; iterating it gives its keys
+    # A device spec (`"cuda"`, `"cpu"`, `torch.device("cuda:0")`, `f"cuda:{rank}"`): a host value that
+    # names a place; `spec` is where a tensor made on it or moved to it lives. Joined over branches
+    # (`"cuda" if c else "cpu"` is the GPU on one path: a copy to it may block).
+    spec: "Where | None" = None
+    # A dict display with constant string keys (`{"loss": loss, "n": n}`): `items` holds its values, by these keys.
+    keys: tuple[str, ...] | None = None
 
     @property
     def on_device(self) -> bool:
@@ -65,11 +71,18 @@ class Where:
         return self.because is not None and (MODULE_OUTPUT in self.because or MODULE_RUN in self.because)
 
     def weaker(self, cap: Confidence) -> "Where":
-        return replace(self, confidence=min(self.confidence, cap))
+        spec = self.spec.weaker(cap) if self.spec is not None else None
+        return replace(self, confidence=min(self.confidence, cap), spec=spec)
+
+    def value_of(self, key: str) -> "Where | None":
+        """Where the value under `key` of this dict lives, when it was built where we can see it."""
+        if self.keys is None or self.items is None or key not in self.keys:
+            return None
+        return self.items[self.keys.index(key)]
 
     def item(self, position: int) -> "Where | None":
         """Where position `position` of this tuple lives, when it was built where we can see it."""
-        if self.items is None or not -len(self.items) <= position < len(self.items):
+        if self.keys is not None or self.items is None or not -len(self.items) <= position < len(self.items):
             return None
         return self.items[position]
 
@@ -82,6 +95,19 @@ HOST = Where(Place.HOST, Confidence.HIGH)
 NONE = Where(Place.HOST, Confidence.HIGH, is_none=True)
 
 
+def guess_host(because: str) -> Where:
+    """A host value that nothing proves: an element of a container whose elements are not known, a
+    method's result of a host value. What only a tensor can do (`x.backward()`, `x.grad`) overrules it."""
+    return Where(Place.HOST, Confidence.LOW, because)
+
+
+def is_host_guess(where: Where) -> bool:
+    """A host value that only a guess makes host (`guess_host`): not a literal, numpy, `.item()`, a
+    container built here, nor a host value by its name (medium)."""
+    return (where.place is Place.HOST and where.confidence is Confidence.LOW and not where.is_none
+            and where.items is None and where.element is None and not where.mapping and where.spec is None)
+
+
 def device(because: str, confidence: Confidence = Confidence.HIGH) -> Where:
     return Where(Place.DEVICE, confidence, because)
 
@@ -92,23 +118,50 @@ def host_tensor(because: str | None = None) -> Where:
 
 def join(a: Where, b: Where) -> Where:
     """The value is `a` on one path and `b` on another."""
-    if a.is_none:
-        return b
-    if b.is_none:
-        return a
+    if a.is_none or b.is_none:
+        other = b if a.is_none else a
+        if other.spec is not None:  # `"cuda" if c else None`: None is the default device (the CPU) or no move
+            return replace(other, spec=join_spec(other.spec, None))
+        return other
     if a.place is b.place:
         joined = a if a.confidence <= b.confidence else b
         if a.place is Place.HOST and (a.items or b.items or a.element or b.element):
-            joined = replace(joined, items=_join_items(a.items, b.items), element=join_element(a.element, b.element))
+            same_keys = a.keys == b.keys
+            joined = replace(joined, items=_join_items(a.items, b.items) if same_keys else None,
+                             keys=a.keys if same_keys else None, element=join_element(a.element, b.element))
+        if a.spec is not None or b.spec is not None:
+            joined = replace(joined, spec=join_spec(a.spec, b.spec))
         return joined
     if a.place is Place.UNKNOWN or b.place is Place.UNKNOWN:
         known = b if a.place is Place.UNKNOWN else a
         return known.weaker(Confidence.MEDIUM)
     if Place.DEVICE in (a.place, b.place):
         dev = a if a.on_device else b
-        return Where(Place.DEVICE, min(dev.confidence, Confidence.MEDIUM),
-                     (dev.because or "") + " on one path" if dev.because else None)
+        return Where(Place.DEVICE, min(dev.confidence, Confidence.MEDIUM), _one_path(dev.because))
     return host_tensor() if Place.HOST_TENSOR in (a.place, b.place) else HOST
+
+
+def join_spec(a: Where | None, b: Where | None) -> Where | None:
+    """The place a device spec names when it is `a` on one path and `b` on another (None: a spec
+    that says nothing, or no spec). The GPU on one path is the GPU, not surely (a copy to it may
+    block); the host is the host only on every path."""
+    if a is None or b is None or a.place is Place.UNKNOWN or b.place is Place.UNKNOWN:
+        known = b if a is None or a.place is Place.UNKNOWN else a
+        if known is not None and known.on_device:
+            return Where(Place.DEVICE, min(known.confidence, Confidence.MEDIUM), _one_path(known.because))
+        return None
+    if a.on_device and b.on_device:
+        return a if a.confidence <= b.confidence else b
+    if a.on_device or b.on_device:
+        dev = a if a.on_device else b
+        return Where(Place.DEVICE, min(dev.confidence, Confidence.MEDIUM), _one_path(dev.because))
+    return join(a, b)
+
+
+def _one_path(because: str | None) -> str | None:
+    if because is None or because.endswith(" on one path"):
+        return because
+    return because + " on one path"
 
 
 def _join_items(a: tuple[Where, ...] | None, b: tuple[Where, ...] | None) -> tuple[Where, ...] | None:

@@ -21,6 +21,8 @@ work, one job per module:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from collections.abc import Sequence
 
 import libcst as cst
@@ -81,8 +83,7 @@ class DeviceModel:
         cpu_path = evaluator.env.get(CPU_PATH)
         if cpu_path is not None and found.on_device and found.confidence is Confidence.MEDIUM:
             # A guess of the GPU on the CPU side of a dispatch (`if x.is_cuda: return kernel(x)`).
-            return Where(found.place, Confidence.LOW, f"{found.because}; but {cpu_path.because}",
-                         found.is_none, found.items, found.element)
+            return replace(found, confidence=Confidence.LOW, because=f"{found.because}; but {cpu_path.because}")
         return found
 
     def where_read(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None,

@@ -16,7 +16,7 @@ TORCH_LIKE_FACTORIES = frozenset(
 )
 # Tensor methods whose result is a host value whatever the tensor's device.
 HOST_RESULT_METHODS = frozenset(
-    "size dim numel nelement _nnz sparse_dim dense_dim element_size is_contiguous data_ptr stride get_device "
+    "size dim ndimension numel nelement _nnz sparse_dim dense_dim element_size is_contiguous data_ptr stride get_device "
     "storage_offset is_floating_point is_complex is_pinned type tolist item numpy nbytes untyped_storage "
     "storage equal allclose".split()
 )

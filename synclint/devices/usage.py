@@ -62,7 +62,7 @@ TENSOR_ONLY_METHODS = frozenset(
     "new_empty new_full new_tensor masked_select index_select exp_ log_softmax expand "
     "repeat_interleave scatter_ index_add_ index_fill_ narrow unflatten".split()
 )
-TENSOR_ONLY_ATTRIBUTES = frozenset("grad is_cuda is_leaf grad_fn".split())
+TENSOR_ONLY_ATTRIBUTES = frozenset("grad is_cuda is_leaf grad_fn requires_grad".split())
 
 
 def tensor_uses(scope: cst.Module | cst.FunctionDef) -> dict[str, str]:

@@ -14,8 +14,8 @@ def made(n: int, device: torch.device):
     torch.full((n,), 1.0, pin_memory=True)  # where: host-tensor high (in pinned host memory)
     torch.zeros(n, device=torch.device("cuda", 0))  # where: device high
     torch.zeros(n, device=torch.cuda.current_device())  # where: device high
-    # A device chosen by a condition whose text names the CPU is taken for the CPU.
-    torch.zeros(n, device="cuda" if n else "cpu")  # where: host-tensor high
+    # A device chosen by a condition is the GPU on one path: made there, it may be on the GPU.
+    torch.zeros(n, device="cuda" if n else "cpu")  # where: device medium (on one path)
 
 
 def like(x: torch.Tensor, a: np.ndarray):

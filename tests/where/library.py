@@ -22,7 +22,7 @@ def per_key(lengths: torch.Tensor, parts: list[torch.Tensor]):
     parts[0]  # where: device low (parts is annotated torch.Tensor, outside an nn.Module)
     [chunk.sum() for chunk in torch.split(lengths, 2)]  # where: host high
     counts: list[torch.Tensor] = list(lengths.split(2))
-    counts[0]  # where: device medium (counts is annotated torch.Tensor)
+    counts[0]  # where: device low (lengths is annotated torch.Tensor, outside an nn.Module)
 
 
 class Runner:
