@@ -292,7 +292,10 @@ def snapshot_tree(python: str, tree: Tree, modes: Sequence[str], jobs: int, many
         for mode in PER_FILE_MODES:
             if mode not in modes:
                 continue
-            runs, records, analyses, wall = [], [], Counter[str](), 0.0
+            runs: list[dict[str, Any]] = []
+            records: list[dict[str, Any]] = []
+            analyses: Counter[str] = Counter()
+            wall = 0.0
             for name in chosen:
                 if mode == "alone":
                     run = run_synclint(python, tree, ["--no-cache", "--jobs", str(jobs), name], timeout=timeout)
@@ -319,7 +322,8 @@ def synclint_info(python: str) -> dict[str, Any]:
     """Where `python` imports synclint from, and that checkout's commit when it is a git checkout."""
     proc = subprocess.run([python, "-P", "-c", "import synclint, os; print(os.path.dirname(synclint.__file__)); "
                            "print(synclint.__version__)"], capture_output=True, text=True)
-    info: dict[str, Any] = {"python": python, "path": None, "version": None, "commit": None, "dirty": None}
+    info: dict[str, Any] = {"python": python, "path": None, "version": None, "commit": None, "source_commit": None,
+                            "dirty": None}
     if proc.returncode != 0:
         raise SystemExit(f"differential: {python} cannot import synclint:\n{proc.stderr}")
     info["path"], info["version"] = proc.stdout.split("\n")[:2]
@@ -327,6 +331,9 @@ def synclint_info(python: str) -> dict[str, Any]:
     commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
     if commit.returncode == 0:
         info["commit"] = commit.stdout.strip()
+        # The last commit that changed synclint's sources: a branch of bench scripts keeps its code's.
+        last = subprocess.run([*git, "log", "-1", "--format=%H", "--", ".", "../rules"], capture_output=True, text=True)
+        info["source_commit"] = last.stdout.strip() or None
         status = subprocess.run([*git, "status", "--porcelain", "--", ".", "../rules"], capture_output=True, text=True)
         info["dirty"] = bool(status.stdout.strip())
     with tempfile.TemporaryDirectory() as elsewhere:  # not a checkout's folder: its synclint would win
@@ -488,6 +495,9 @@ def load(path: str) -> dict[str, Any]:
 def describe_snapshot(name: str, data: dict[str, Any]) -> str:
     info = data.get("synclint", {})
     commit = (info.get("commit") or "no commit")[:12] + (" (dirty)" if info.get("dirty") else "")
+    source = info.get("source_commit")
+    if source and info.get("commit") != source:
+        commit += f", sources last changed in {source[:12]}"
     return f"{name}: synclint {commit}, sources {info.get('fingerprint')}, {data.get('created')}"
 
 
