@@ -8,6 +8,7 @@ running it, and how many times each file was analysed (issue 33, step 1).
     python bench/differential.py compare /tmp/a.json /tmp/b.json --show 5
     python bench/differential.py compare /tmp/a.json          # one snapshot: do its modes agree?
     python bench/differential.py trees DIR                   # write the small trees, to look at them
+    python bench/differential.py merge A1.json A2.json --out A.json  # parts taken with one synclint
 
 `snapshot` runs `PY -m synclint check --output-format json --exit-zero --min-confidence low
 --include-tests` over each tree, from the tree's parent with the tree's name as the path (so the
@@ -262,7 +263,7 @@ def mode_entry(run: Run) -> dict[str, Any]:
 
 
 def snapshot_tree(python: str, tree: Tree, modes: Sequence[str], jobs: int, many: int, sample: int | None,
-                  seed: int, timeout: float | None) -> dict[str, Any]:
+                  seed: int, timeout: float | None, only: Sequence[str] = ()) -> dict[str, Any]:
     files = tree.files()
     entry: dict[str, Any] = {"path": str(tree.path), "digest": tree.digest(), "files": len(files), "modes": {}}
 
@@ -287,8 +288,11 @@ def snapshot_tree(python: str, tree: Tree, modes: Sequence[str], jobs: int, many
                 if mode == "warm" and "cached" not in modes:
                     break
     if set(PER_FILE_MODES) & set(modes):
-        chosen = files if sample is None or sample >= len(files) else sorted(random.Random(seed).sample(files, sample))
-        entry["sample"] = {"seed": seed, "files": chosen}
+        if only:
+            chosen = list(only)
+        else:
+            chosen = files if sample is None or sample >= len(files) else sorted(random.Random(seed).sample(files, sample))
+        entry["sample"] = {"seed": None if only else seed, "files": chosen}
         for mode in PER_FILE_MODES:
             if mode not in modes:
                 continue
@@ -370,6 +374,9 @@ class Diff:
 
     def files(self) -> list[str]:
         return sorted({r["filename"] for r in self.added + self.removed} | {a["filename"] for a, _, _ in self.changed})
+
+    def signature(self) -> str:
+        return json.dumps([self.added, self.removed, self.changed], sort_keys=True)
 
     def short(self) -> str:
         return f"+{len(self.added)} -{len(self.removed)} ~{len(self.changed)}"
@@ -587,7 +594,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             raise SystemExit(f"differential: two trees share a label ({labels.most_common(1)[0][0]}): name them LABEL=DIR")
         for tree in trees:
             data["trees"][tree.label] = snapshot_tree(python, tree, modes, args.jobs, args.many_jobs, args.alone_sample,
-                                                      args.seed, args.timeout)
+                                                      args.seed, args.timeout, args.files)
             data["trees"][tree.label]["modes_asked"] = modes
             tmp = out.with_name(out.name + ".tmp")
             tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -602,7 +609,9 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     print()
     for tree in trees:
         agree = print_agreement("snapshot", tree.label, data["trees"][tree.label], args.show)
-        print(f"verdict {tree.label}: {'every mode equals cold' if agree else 'modes DIFFER from cold'}\n")
+        alone = set(data["trees"][tree.label]["modes"]) <= {"cold"}
+        print(f"verdict {tree.label}: "
+              f"{'cold only' if alone else 'every mode equals cold' if agree else 'modes DIFFER from cold'}\n")
     return 0
 
 
@@ -642,10 +651,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
                         changes.append((mode, d))
                 print(table(("mode", "in A", "in B", "added", "removed", "changed", "files", "wall A", "wall B",
                              "analyses A", "analyses B"), rows))
+                alike: dict[str, list[tuple[str, Diff]]] = defaultdict(list)  # modes with the same change, shown once
                 for mode, d in changes:
-                    counts = kinds(d)
-                    print(f"\n{mode}: by rule and kind of change")
-                    print(table(("rule", "kind", "count"), [(c, k, n) for (c, k), n in sorted(counts.items())], left=2))
+                    alike[d.signature()].append((mode, d))
+                for group in alike.values():
+                    d = group[0][1]
+                    print(f"\n{', '.join(mode for mode, _ in group)}: by rule and kind of change")
+                    print(table(("rule", "kind", "count"), [(c, k, n) for (c, k), n in sorted(kinds(d).items())], left=2))
                     show_examples(d, args.show)
                 parts.append("B equals A in every mode" if not changes
                              else "B differs from A in " + ", ".join(f"{m} {d.short()}" for m, d in changes))
@@ -657,6 +669,69 @@ def cmd_compare(args: argparse.Namespace) -> int:
         verdicts.append(f"verdict {label}: " + "; ".join(parts))
     print()
     print("\n".join(verdicts))
+    return 0
+
+
+def merge_per_file(into: dict[str, Any], other: dict[str, Any]) -> int:
+    """Take into a per-file mode the runs of `other` for files it lacks or whose run failed (an
+    ended run has a negative exit code), with those files' records; how many it took."""
+    mine = {run["file"]: run for run in into["runs"]}
+    taken = 0
+    for run in other["runs"]:
+        old = mine.get(run["file"])
+        if run["returncode"] != 0 or (old is not None and old["returncode"] == 0):
+            continue
+        if old is not None:
+            if old["analyses"]:
+                print(f"merge: the failed run of {old['file']} counted {old['analyses']} analyses; they stay in the "
+                      "mode's analyses per file", file=sys.stderr)
+            into["runs"].remove(old)
+            into["wall"] = round(into["wall"] - old["wall"], 3)
+        into["runs"].append(run)
+        into["records"] = [r for r in into["records"] if r["filename"] != run["file"]]
+        into["records"] += [r for r in other["records"] if r["filename"] == run["file"]]
+        into["wall"] = round(into["wall"] + run["wall"], 3)
+        taken += 1
+    if taken:
+        if taken < len(other["runs"]):
+            print("merge: a part's analyses per file are added up over all its runs, also those not taken",
+                  file=sys.stderr)
+        analyses = Counter(into["analyses"])
+        analyses.update(other["analyses"])  # a mode's analyses are those of all its runs, added up
+        into["analyses"] = dict(sorted(analyses.items()))
+        into["runs"].sort(key=lambda run: run["file"])
+        into["records"].sort(key=sort_key)
+        into["returncode"] = max((run["returncode"] for run in into["runs"]), key=abs, default=0)
+        into["problems"] = "\n".join(run["problems"] for run in into["runs"] if run["problems"])
+    return taken
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Snapshots of one synclint taken in parts (trees, modes, or a per-file sample split over processes)."""
+    out = load(args.inputs[0])
+    for path in args.inputs[1:]:
+        other = load(path)
+        if other["synclint"].get("fingerprint") != out["synclint"].get("fingerprint"):
+            raise SystemExit(f"merge: {path} was taken with other synclint sources")
+        out.setdefault("runs", []).extend(other.get("runs", []))
+        for label, tree in other["trees"].items():
+            if label not in out["trees"]:
+                out["trees"][label] = tree
+                continue
+            mine = out["trees"][label]
+            if mine["digest"] != tree["digest"]:
+                raise SystemExit(f"merge: {label} has other files in {path}")
+            for mode, entry in tree["modes"].items():
+                if mode not in mine["modes"]:
+                    mine["modes"][mode] = entry
+                elif mode in PER_FILE_MODES:
+                    print(f"merge: {label} {mode}: {merge_per_file(mine['modes'][mode], entry)} runs from {path}")
+            if "sample" in tree:
+                sample = mine.setdefault("sample", {"seed": None, "files": []})
+                sample["files"] = sorted(set(sample["files"]) | set(tree["sample"]["files"]))
+    out["merged"] = list(args.inputs)
+    Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(describe_snapshot(args.out, out))
     return 0
 
 
@@ -685,6 +760,8 @@ def main(argv: list[str] | None = None) -> int:
     snap.add_argument("--alone-sample", type=int, default=None, metavar="N",
                       help="check N files alone and on standard input (default: every file)")
     snap.add_argument("--seed", type=int, default=33)
+    snap.add_argument("--files", nargs="+", default=(), metavar="PATH",
+                      help="check these files (relative to the tree's parent) alone and on standard input, not a sample")
     snap.add_argument("--timeout", type=float, default=None, help="seconds one synclint command may take")
     snap.add_argument("--end-fingerprint", action="store_true",
                       help="hash synclint's sources again at the end and say if they changed during the run")
@@ -695,6 +772,10 @@ def main(argv: list[str] | None = None) -> int:
     comp.add_argument("b", metavar="B.json", nargs="?")
     comp.add_argument("--show", type=int, default=3, help="examples per rule and kind of change")
     comp.set_defaults(run=cmd_compare)
+    merge = commands.add_parser("merge", help="one snapshot from parts taken with the same synclint")
+    merge.add_argument("inputs", nargs="+", metavar="PART.json")
+    merge.add_argument("--out", required=True, metavar="FILE.json")
+    merge.set_defaults(run=cmd_merge)
     trees = commands.add_parser("trees", help="write the small trees of tests/trees.py under DIR")
     trees.add_argument("dir", metavar="DIR")
     trees.set_defaults(run=cmd_trees)
