@@ -75,8 +75,7 @@ MODES = ("cold", "j1", "jN", "fill", "warm", "cached", "alone", "stdin")
 DEFAULT_MODES = ("cold", "j1", "jN", "warm", "cached", "alone", "stdin")
 PER_FILE_MODES = ("alone", "stdin")
 BASE_ARGS = ("check", "--output-format", "json", "--exit-zero", "--min-confidence", "low", "--include-tests")
-LOG_VARIABLE = "SYNCLINT_ANALYSES_LOG"
-COUNT_VARIABLE = "SYNCLINT_COUNT"
+LOG_VARIABLE = "SYNCLINT_ANALYSES_LOG"  # read by DRIVER, as is SYNCLINT_COUNT
 FIELDS = ("confidence", "context", "because", "message", "end", "fix")  # what a change can change
 
 # Run as `PY -P -c DRIVER ARGS...`: synclint's `main`, with its per-file analysis counted.
