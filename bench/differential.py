@@ -665,7 +665,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 agree = print_agreement(name, label, tree, args.show)
                 if "cold" in tree["modes"] and len(tree["modes"]) > 1:
                     parts.append(f"{name}'s modes {'agree' if agree else 'DIFFER'}")
-        verdicts.append(f"verdict {label}: " + "; ".join(parts))
+        verdicts.append(f"verdict {label}: " + ("; ".join(parts) or "cold only"))
     print()
     print("\n".join(verdicts))
     return 0
