@@ -74,10 +74,9 @@ MODES = [
     pytest.param("warm", id="warm"),
     pytest.param("cached", id="per-file-cache"),
     pytest.param("alone", id="each-file-alone"),
-    pytest.param("stdin", id="each-file-on-stdin", marks=pytest.mark.xfail(strict=True, reason=(
-        "f05cd6c and edd3477: a file on standard input is checked without the project (one analysis, no package index): "
-        "3 of these 5 files differ (SYNC105 and SYNC112 across files missing in user3.py and pipeline.py, "
-        "SYNC107 at helpers.py:6 medium by its caller -> low, SYNC102 at pipeline.py:14 added)"))),
+    # Strict xfail until e01ed1b (runner.py split by job), which checks a file on standard input
+    # with the project: at f05cd6c and edd3477, 3 of these 5 files differed on standard input.
+    pytest.param("stdin", id="each-file-on-stdin"),
 ]
 
 
