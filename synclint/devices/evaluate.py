@@ -603,6 +603,8 @@ class Evaluator(Placement):
         `setdefault`; its keys (host values) through `keys()`; a list's through `pop()`. An element
         of a container whose elements are not known is a host guess."""
         contents = base.element if base.element is not None else guess_host("an element of a container whose elements are not known")
+        if base.more_keys and base.items:  # its other keys' values, and those put under known keys
+            contents = join_all([contents, *base.items])
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
         if not base.mapping and base.element is not None and method not in DICT_ONLY_METHODS:
             if method == "pop":

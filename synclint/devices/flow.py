@@ -426,6 +426,10 @@ def _stored(held: Where, target: cst.Subscript, value: Where) -> Where:
     and where its elements live (all tensors, or not known)."""
     index = target.slice[0].slice if len(target.slice) == 1 else None
     key = string_key(index.value) if isinstance(index, cst.Index) else None
+    if held.mapping and key is not None and held.keys is None and held.items is None and held.element is not None:
+        # A dict of tensors whose keys are not known here (a tokenizer's output, a batch): the value
+        # under this key is the one put there; the others' are as they were.
+        return replace(held, keys=(key,), items=(value,), more_keys=True)
     if held.mapping and held.keys is not None and held.items is not None and key is not None:
         keys, items = list(held.keys), list(held.items)
         if key in keys:
@@ -433,6 +437,8 @@ def _stored(held: Where, target: cst.Subscript, value: Where) -> Where:
         else:
             keys.append(key)
             items.append(value)
+        if held.more_keys:
+            return replace(held, keys=tuple(keys), items=tuple(items))
         element = join_all(items) if all(w.is_tensor for w in items) else None
         return replace(held, keys=tuple(keys), items=tuple(items), element=element)
     # A key or a position not known here: each element is one of those before, or the new value.

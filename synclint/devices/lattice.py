@@ -47,6 +47,9 @@ class Where:
     spec: "Where | None" = None
     # A dict display with constant string keys (`{"loss": loss, "n": n}`): `items` holds its values, by these keys.
     keys: tuple[str, ...] | None = None
+    # A dict with more keys than `keys` (a tokenizer's output after `inputs["ids"] = ids.to(d)`): the
+    # values of the others live where `element` says.
+    more_keys: bool = False
 
     @property
     def on_device(self) -> bool:
@@ -128,13 +131,17 @@ def join(a: Where, b: Where) -> Where:
         if a.place is Place.HOST and (a.items or b.items or a.element or b.element):
             same_keys = a.keys == b.keys
             joined = replace(joined, items=_join_items(a.items, b.items) if same_keys else None,
-                             keys=a.keys if same_keys else None, element=join_element(a.element, b.element))
+                             keys=a.keys if same_keys else None, element=join_element(a.element, b.element),
+                             more_keys=same_keys and (a.more_keys or b.more_keys))
         if a.spec is not None or b.spec is not None:
             joined = replace(joined, spec=join_spec(a.spec, b.spec))
         return joined
     if a.place is Place.UNKNOWN or b.place is Place.UNKNOWN:
         known = b if a.place is Place.UNKNOWN else a
-        return known.weaker(Confidence.MEDIUM)
+        weaker = known.weaker(Confidence.MEDIUM)
+        if known.spec is not None:  # `d if d is not None else "cpu"`, `d` unknown: the host on one path only
+            weaker = replace(weaker, spec=join_spec(known.spec, None))
+        return weaker
     if Place.DEVICE in (a.place, b.place):
         dev = a if a.on_device else b
         return Where(Place.DEVICE, min(dev.confidence, Confidence.MEDIUM), _one_path(dev.because))

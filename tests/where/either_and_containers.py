@@ -146,3 +146,17 @@ def keyed(n: int):
     a.ndimension()  # where: host high
     cache: dict[str, torch.Tensor] = {}
     cache["k"]  # where: device medium (annotated torch.Tensor)
+
+
+def unknown_or_the_cpu(tokenizer, text, dev, device=None):
+    # `x if x is not None else "cpu"` is the CPU on one path only: with `x` unknown, so is the
+    # result; with a `device=None` parameter (the GPU where a caller passes one), the GPU on one path.
+    place = dev if dev is not None else torch.device("cpu")
+    torch.zeros(2, device=place)  # where: unknown
+    chosen = device if device is not None else torch.device("cpu")
+    torch.zeros(2, device=chosen)  # where: device medium (on one path)
+    # A value put under one key of a dict whose keys are not known here leaves the others as they were.
+    inputs = tokenizer(text, return_tensors="pt")
+    inputs["input_ids"] = inputs["input_ids"].to("cuda")
+    inputs["input_ids"]  # where: device high
+    inputs["attention_mask"]  # where: host-tensor high (tokenizer(..., return_tensors="pt") makes CPU tensors)
