@@ -179,7 +179,7 @@ class SyncProperty(Rule):
             for cls in self.local_classes()
             for stmt in (cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ())
             if isinstance(stmt, cst.FunctionDef) and any(_is_plain_property(d) for d in stmt.decorators)
-        } | self.view.properties.keys()
+        } | self.answers.properties.keys()
         self._reads: list[tuple[cst.Attribute, str | None, Site]] = []  # judged in `finish`
 
     # ---- where attributes are written, not read -------------------------------------

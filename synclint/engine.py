@@ -493,7 +493,7 @@ def analyse(
     if recorder is not None:
         locate = functools.partial(_positions, module, text)
         summary = summarize(ctx, recorder, text, relpath, locate)
-        ctx.index = ProjectIndex([summary], ctx.project.view)
+        ctx.index = ProjectIndex([summary], ctx.project.answers)
         before = len(ctx.reports)
         for instance in instances:
             instance.finish()

@@ -171,11 +171,11 @@ def check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, pr
 
 def fix_checked(jobs: list[Job], results: list[FileFix | None], mode: Mode, workers: int, progress: "Phases",
            cache: Cache | None = None) -> list[FileFix | None]:
-    """With --fix/--diff: the files whose findings have fixes to apply, fixed with their views.
+    """With --fix/--diff: the files whose findings have fixes to apply, fixed with their answers.
 
     Each fix starts from what the run's check found (its first round is not checked again).
     With --diff, which writes nothing, a file's outcome is cached, keyed as its check is and
-    by the view and the unsafe-ness of the run: `--diff` on a cached tree fixes nothing again.
+    by the answers and the unsafe-ness of the run: `--diff` on a cached tree fixes nothing again.
     """
     if not mode.fix:
         return results
@@ -210,24 +210,24 @@ def fix_checked(jobs: list[Job], results: list[FileFix | None], mode: Mode, work
 
 
 def _fix_key(cache: Cache, job: Job, mode: Mode) -> str:
-    """The key of a --diff outcome: as the file's check entry, and the view and unsafe-ness."""
+    """The key of a --diff outcome: as the file's check entry, and the answers and unsafe-ness."""
     unsafe = mode.unsafe or job.settings.unsafe_fixes
-    view = job.project.view
+    answers = job.project.answers
     fields = ",".join(sorted(job.project.host_fields))
     return cache.key(cache.digest(job.path), job.shown, job.settings,
-                     f"diff:{unsafe}:{job.settings.view_key()}:{job.project.module}:{view.digest() if view else ''}:"
+                     f"diff:{unsafe}:{job.settings.view_key()}:{job.project.module}:{answers.digest() if answers else ''}:"
                      f"{fields}")
 
 
 def entry_key(cache: Cache, job: Job, digest: bytes | None = None) -> str:
     """The key of the file's entry (OSError: it cannot be read, which its check reports); with
     `digest`, of the entry of a file with bytes of that sha256 digest (check_unsaved)."""
-    view = job.project.view
+    answers = job.project.answers
     fields = ",".join(sorted(job.project.host_fields))
     if digest is None and job.data is not None:
         digest = hashlib.sha256(job.data).digest()
     return cache.key(cache.digest(job.path) if digest is None else digest, job.shown, job.settings,
-                     f"check:{job.project.module}:{view.digest() if view else ''}:{fields}")
+                     f"check:{job.project.module}:{answers.digest() if answers else ''}:{fields}")
 
 
 def _has_fixes(findings, settings: Settings, mode: Mode) -> bool:
@@ -241,7 +241,7 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
 
     Entries hold what a plain check found. A fix run uses a hit only when none of its findings
     has a fix that this run would apply: the file would not change, so its findings stand.
-    A file checked with a project view is keyed by the view's digest too.
+    A file checked with the project's answers is keyed by their digest too.
     """
     misses: dict[int, str] = {}
     views: dict[int, View] = {}

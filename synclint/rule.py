@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from synclint.config import Settings
     from synclint.devices.lattice import Where
     from synclint.devices.model import DeviceModel
-    from synclint.project.facts import ProjectFile, ProjectView
+    from synclint.project.facts import ProjectFile, Answers
     from synclint.project.index import ProjectIndex
 
 DOC_HEADINGS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
@@ -200,7 +200,7 @@ class Rule:
 
     def device_params(self, func: cst.FunctionDef) -> "dict[str, Where]":
         """The parameters of `func` that a caller in another file fills with a GPU tensor."""
-        return self.ctx.devices.view.device_params.get(self.function_qualname(func) or "", {})
+        return self.ctx.devices.answers.device_params.get(self.function_qualname(func) or "", {})
 
     def classify_name(self, name: str) -> "Where | None":
         """What the naming conventions say of a name (`ids_cpu` is a host value)."""
@@ -298,9 +298,9 @@ class Rule:
         return self.ctx.devices.symbols.classes.values()
 
     @property
-    def view(self) -> "ProjectView":
+    def answers(self) -> "Answers":
         """The facts of the rest of the project about the names this file uses."""
-        return self.ctx.devices.view
+        return self.ctx.devices.answers
 
     @property
     def host_code(self) -> bool:

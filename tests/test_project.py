@@ -730,7 +730,7 @@ def test_a_file_is_looked_at_again_only_for_facts_that_can_change_its_findings(t
 
     summaries = {name: summary(name, text) for name, text in {"helpers": helpers, **callers}.items()}
     index = ProjectIndex(summaries.values())
-    views = {name: index.view_for(summaries[name]) for name in callers}
+    views = {name: index.answers_for(summaries[name]) for name in callers}
     assert not views["once"]  # called once, result unused, base attribute never named: no second look
     assert views["loop"].functions["app.helpers.count"].chain is not None
     assert views["through_own"].functions["app.helpers.count"].chain is not None
@@ -826,15 +826,15 @@ def test_equal_views_have_one_digest_however_their_facts_share_objects():
     # or a warm run misses the entries its first run wrote (23 of vLLM's files did).
     from synclint.devices.lattice import Place, Where
     from synclint.model import Confidence
-    from synclint.project.facts import ProjectView
+    from synclint.project.facts import Answers
 
     def gpu():
         return Where(Place.DEVICE, Confidence.HIGH, "x.cuda() is on the device")
 
     shared = gpu()
-    assert (ProjectView(device_params={"app.f": {"a": shared, "b": shared}}).digest()
-            == ProjectView(device_params={"app.f": {"a": gpu(), "b": gpu()}}).digest())
-    assert ProjectView(device_params={"app.f": {"a": gpu()}}).digest() != ProjectView(device_params={"app.f": {"b": gpu()}}).digest()
+    assert (Answers(device_params={"app.f": {"a": shared, "b": shared}}).digest()
+            == Answers(device_params={"app.f": {"a": gpu(), "b": gpu()}}).digest())
+    assert Answers(device_params={"app.f": {"a": gpu()}}).digest() != Answers(device_params={"app.f": {"b": gpu()}}).digest()
 
 
 def test_the_example_of_a_host_keyword_does_not_depend_on_the_order_of_the_files():

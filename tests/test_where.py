@@ -37,8 +37,8 @@ def _relpath(path: Path) -> str:
     return f"app/{path.name}"
 
 
-def _project_file(path: Path, view=None) -> ProjectFile:
-    return ProjectFile(f"app.{path.stem}", "app", view)
+def _project_file(path: Path, answers=None) -> ProjectFile:
+    return ProjectFile(f"app.{path.stem}", "app", answers)
 
 
 @functools.cache
@@ -95,8 +95,8 @@ def _file(path: Path) -> tuple[FileContext, dict]:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     statements = _Statements(wrapper.resolve(PositionProvider))
     module.visit(statements)
-    view = index.view_for(summaries[path.name]) if path.name in summaries else None
-    return FileContext(module, SETTINGS, _relpath(path), _project_file(path, view)), statements.found
+    answers = index.answers_for(summaries[path.name]) if path.name in summaries else None
+    return FileContext(module, SETTINGS, _relpath(path), _project_file(path, answers)), statements.found
 
 
 def _describe(where: Where) -> str:

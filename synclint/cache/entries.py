@@ -38,7 +38,7 @@ class ProjectSnapshot:
     of from each file's entry."""
 
     index: object  # synclint.project.index.ProjectIndex (ProjectIndex.snapshot)
-    summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's): what `view_for` reads of each
+    summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's): what `answers_for` reads of each
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class PackageState:
     folders: dict  # walked folder -> its entry names: a file added, removed or renamed makes the state stale
     index: object  # synclint.project.index.ProjectIndex, solved over every file of the run (ProjectIndex.snapshot)
     declarations: dict  # module -> project.field_declarations, of the modules that declare any
-    summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's): what `view_for` reads of each
+    summaries: Packed  # shown path -> ModuleSummary (ProjectIndex.snapshot's): what `answers_for` reads of each
 
     def is_current(self, checked: set[str]) -> bool:
         """Whether every file but the `checked` ones, and every folder, is as the run saw it."""

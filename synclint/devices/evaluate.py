@@ -308,7 +308,7 @@ class Evaluator(Placement):
             known = self._eval_qualified_call(qual, call)
             if known is not None:
                 return known
-        if self.model.view.functions:
+        if self.model.answers.functions:
             known = self._project_call(call)
             if known is not None:
                 return known
@@ -424,9 +424,9 @@ class Evaluator(Placement):
         return f"in code that runs a model (`{runs}`)" if runs is not None else None
 
     def _project_call(self, call: cst.Call) -> Where | None:
-        """What a function of another file of the project returns, from the project view."""
+        """What a function of another file of the project returns, from the project's solved answers."""
         qual = self.symbols.callee_qualname(call.func, self.scope)
-        fact = self.model.view.functions.get(qual or "")
+        fact = self.model.answers.functions.get(qual or "")
         if fact is None or fact.returns is None:
             return None
         returned = fact.returns

@@ -82,8 +82,8 @@ class FlowWalker:
         positional = [*params.posonly_params, *params.params]
         own_uses: dict[str, str] | None = None  # found on first need: most functions never ask
         qualname = self.model.symbols.function_qualname(func) or ""
-        passed = self.model.view.device_params.get(qualname, {})
-        by_keyword = self.model.view.host_params.get(qualname, {})  # keyword-only: every call names them
+        passed = self.model.answers.device_params.get(qualname, {})
+        by_keyword = self.model.answers.host_params.get(qualname, {})  # keyword-only: every call names them
         for i, param in enumerate([*positional, *params.kwonly_params]):
             name = param.name.value
             if i == 0 and cls is not None and name in ("self", "cls"):

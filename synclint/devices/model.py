@@ -37,7 +37,7 @@ from synclint.devices.program import accelerator_use
 from synclint.devices.symbols import Symbols
 from synclint.devices.usage import runs_a_model, tensor_uses
 from synclint.model import Confidence
-from synclint.project.facts import EMPTY_VIEW, ProjectFile
+from synclint.project.facts import NO_ANSWERS, ProjectFile
 from synclint.syntax import Scope, code_text, dotted_name, is_property, local_assignments, statements
 
 
@@ -55,7 +55,7 @@ class DeviceModel:
         self.host_code = host_code  # the file runs on the host (conventions.is_host_code_path)
         self.conventions = conventions or NameConventions()
         self.project = project or ProjectFile()
-        self.view = self.project.view or EMPTY_VIEW  # facts from the project's other files
+        self.answers = self.project.answers or NO_ANSWERS  # the solved facts of the project's other files
         self.symbols = Symbols(module, self.project)
         # Parameters of private functions that every call in this module fills with a host
         # value: id(function) -> name -> why (see callers.settle_host_params).
@@ -167,7 +167,7 @@ class DeviceModel:
             if base_cls is not None and base_cls is not cls:
                 attrs.update(self.class_attrs(base_cls))
             elif base_cls is None:
-                attrs.update(self.view.class_attrs.get(self.symbols.class_qualname(base.value) or "", {}))
+                attrs.update(self.answers.class_attrs.get(self.symbols.class_qualname(base.value) or "", {}))
         evaluator = Evaluator(self, None, {})
         for stmt in statements(cls.body):
             # Class-level annotations: dataclass fields and NamedTuple members.

@@ -16,7 +16,7 @@ asks for the files that define what the summaries name, as deep as needed:
   a parameter surer (`FunctionSummary.weak_params`; every file whose text calls that name, and
   there the functions that call it, followed, and the callers of those that pass on a parameter
   of theirs, `FunctionSummary.relayed`), and the calls passing a keyword-only parameter
-  something other than a literal (ProjectView.host_params; every file whose text has such a
+  something other than a literal (Answers.host_params; every file whose text has such a
   call, analysed, its needs not followed);
 * at the end, for each syncing property, every file whose text assigns an attribute of that
   name (`ProjectIndex.is_plain_field`).

@@ -2,7 +2,7 @@
 tells a file about the rest of the project.
 
 No libcst: these objects travel between processes and live in the cache. The device model
-(`synclint.devices`) reads the facts of a `ProjectView`; nothing here reads the device model
+(`synclint.devices`) reads the facts of a `Answers`; nothing here reads the device model
 but its value lattice.
 """
 
@@ -24,7 +24,7 @@ class ProjectFile:
 
     module: str = ""  # dotted name; "" for a file outside any package
     package: str = ""  # where its relative imports start
-    view: "ProjectView | None" = None  # facts from the rest of the project
+    answers: "Answers | None" = None  # the solved facts it uses from the rest of the project
     host_fields: frozenset[str] = frozenset()  # names of data the project keeps on the CPU (see host_field_names)
 
 
@@ -87,14 +87,14 @@ class ClassSummary:
 @pickled_by_fields
 @dataclass(frozen=True)
 class Needs:
-    """The names a file uses that other files may define: what its view is made of."""
+    """The names a file uses that other files may define: what its answers are made of."""
 
     calls: frozenset[str] = frozenset()  # qualified names of callees (and self-attribute reads)
     classes: frozenset[str] = frozenset()  # classes it derives from or annotates values with
     attributes: frozenset[str] = frozenset()  # attribute names read (for properties and base classes' attributes)
     # Of `calls`, those whose chain to a sync can reach a finding of the file (called in a loop
     # or a per-step method, or by a function of the file that is), and those whose result the
-    # file uses (not `f(x)` alone on a line): the view carries only those facts of each.
+    # file uses (not `f(x)` alone on a line): its answers carry only those facts of each.
     chain_calls: frozenset[str] = frozenset()
     value_calls: frozenset[str] = frozenset()
 
@@ -161,8 +161,9 @@ class PropertyFact:
 
 
 @dataclass(frozen=True)
-class ProjectView:
-    """The facts about names one file uses from the rest of the project (all of them non-trivial)."""
+class Answers:
+    """The solved facts about names one file uses from the rest of the project (all of them non-trivial):
+    what `ProjectIndex.answers_for` tells a file, solved once from summaries that depend on their files alone."""
 
     functions: dict[str, FunctionFact] = field(default_factory=dict)  # by the name the file asked
     class_attrs: dict[str, dict[str, Where]] = field(default_factory=dict)  # base class -> its attrs
@@ -178,7 +179,7 @@ class ProjectView:
         return bool(self.functions or self.class_attrs or self.properties or self.device_params or self.host_params)
 
     def digest(self) -> str:
-        """Changes when any fact in the view changes (the cache keys a second look by it)."""
+        """Changes when any of the facts changes (the cache keys a second look by it)."""
         return self._digest
 
     @functools.cached_property
@@ -192,7 +193,7 @@ class ProjectView:
             sorted((k, sorted(v.items())) for k, v in self.device_params.items()),
             sorted((k, sorted(v.items())) for k, v in self.host_params.items()),
         )
-        # Pickled without a memo: two equal views whose facts share objects differently (one
+        # Pickled without a memo: two equal answers whose facts share objects differently (one
         # just solved, one unpickled from a kept index) must give the same digest.
         buffer = io.BytesIO()
         pickler = pickle.Pickler(buffer, protocol=4)
@@ -201,7 +202,7 @@ class ProjectView:
         return hashlib.sha256(buffer.getvalue()).hexdigest()
 
 
-EMPTY_VIEW = ProjectView()
+NO_ANSWERS = Answers()
 
 
 def short_name(qualname: str) -> str:

@@ -2,8 +2,8 @@
 
 `ProjectIndex` computes, recursion included, a `Chain` for every function that syncs,
 directly or through the functions it calls, and the place each function's result lives;
-then gives each file a `ProjectView`: only the facts about the names it uses from other
-files. A file whose view is empty needs no second look (see `synclint.project.run`).
+then gives each file a `Answers`: only the facts about the names it uses from other
+files. A file whose answers are empty needs no second look (see `synclint.project.run`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import TypeVar
 from synclint.devices.lattice import Place, Where, join
 from synclint.model import Confidence
 from synclint.project.facts import (
-    EMPTY_VIEW,
+    NO_ANSWERS,
     Chain,
     ClassSummary,
     FunctionFact,
     FunctionSummary,
     ModuleSummary,
-    ProjectView,
+    Answers,
     PropertyFact,
     SyncSite,
     short_name,
@@ -58,8 +58,8 @@ def resolve_in(functions: dict[str, FunctionSummary], classes: dict[str, ClassSu
 class ProjectIndex:
     """The summaries of many modules, and what follows from them (`solve`)."""
 
-    def __init__(self, summaries: Iterable[ModuleSummary], external: ProjectView | None = None) -> None:
-        self.external = external or EMPTY_VIEW
+    def __init__(self, summaries: Iterable[ModuleSummary], external: Answers | None = None) -> None:
+        self.external = external or NO_ANSWERS
         self.functions: dict[str, FunctionSummary] = {}
         self.classes: dict[str, ClassSummary] = {}
         self.host_keywords: dict[tuple[str, str], str] = {}  # (name, keyword) -> a call passing a host tensor
@@ -74,7 +74,7 @@ class ProjectIndex:
                     on_device.add(key)
                 elif example is not None and (key not in self.host_keywords or example < self.host_keywords[key]):
                     # The first by its text, not by the files' order: when another look at one
-                    # file adds or drops an example, the others' views keep theirs.
+                    # file adds or drops an example, the others' answers keep theirs.
                     self.host_keywords[key] = example
         for key in on_device:
             self.host_keywords.pop(key, None)
@@ -99,7 +99,7 @@ class ProjectIndex:
         return resolve_in(self.functions, self.classes, qualname, self._resolved)
 
     def fact(self, qualname: str) -> FunctionFact | None:
-        """What calling `qualname` does, from this index or from the external view."""
+        """What calling `qualname` does, from this index or from the external answers."""
         target = self.resolve(qualname)
         if target is None:
             return self.external.functions.get(qualname)
@@ -124,7 +124,7 @@ class ProjectIndex:
         return attrs
 
     def ancestors(self, qualname: str) -> list[str]:
-        """The class and every base known here or in the view, nearest first."""
+        """The class and every base known here or in the external answers, nearest first."""
         seen: list[str] = []
         pending = [qualname]
         while pending:
@@ -260,7 +260,7 @@ class ProjectIndex:
         return self._properties
 
     def syncing_properties(self, name: str) -> list[PropertyFact]:
-        """The properties called `name`, here or in the view, whose getter makes the host wait."""
+        """The properties called `name`, here or in the external answers, whose getter makes the host wait."""
         return self.property_map().get(name, []) + list(self.external.properties.get(name, ()))
 
     def is_plain_field(self, name: str) -> bool:
@@ -279,7 +279,7 @@ class ProjectIndex:
 
     def snapshot(self, summaries: dict[str, ModuleSummary]) -> tuple["ProjectIndex", dict[str, ModuleSummary]]:
         """This solved index and the summaries, without what only solving needed (calls, reads)
-        and with each file's needs cut to the names that carry a fact: what `view_for` reads.
+        and with each file's needs cut to the names that carry a fact: what `answers_for` reads.
         Used to start the next run over the same files (synclint.cache.entries.ProjectSnapshot), or over
         some of them (synclint.cache.entries.PackageState)."""
         kept = copy.copy(self)
@@ -292,7 +292,7 @@ class ProjectIndex:
                           if q in self.chains or q in self.returns else nothing for q, f in self.functions.items()}
         kept.classes = {q: replace(c, fields=frozenset()) for q, c in self.classes.items()}
         kept._resolved, kept._attrs = {}, {}
-        # The attribute names a view may ask about: syncing properties, and tensors classes keep in `self`.
+        # The attribute names a file's answers may hold: syncing properties, and tensors classes keep in `self`.
         attributes = self.property_map().keys() | {name for cls in self.classes.values() for name in cls.attrs}
         meaningful = {name for name in {c for m in summaries.values() for c in m.needs.calls}
                       if (fact := self.fact(name)) is not None and (fact.chain is not None or fact.returns is not None)}
@@ -301,7 +301,7 @@ class ProjectIndex:
             wanted = summary.needs
             needs = replace(wanted, calls=wanted.calls & meaningful, attributes=wanted.attributes & attributes,
                             chain_calls=wanted.chain_calls & meaningful, value_calls=wanted.value_calls & meaningful)
-            # view_for reads a summary's function names, and the keyword-only parameters.
+            # answers_for reads a summary's function names, and the keyword-only parameters.
             functions = {q: replace(nothing, params=f.params[f.positional:]) if len(f.params) > f.positional else nothing
                          for q, f in summary.functions.items()}
             small[path] = replace(summary, functions=functions, needs=needs)
@@ -354,7 +354,7 @@ class ProjectIndex:
 
     # ---- what one file needs ---------------------------------------------------------------
 
-    def view_for(self, summary: ModuleSummary) -> ProjectView:
+    def answers_for(self, summary: ModuleSummary) -> Answers:
         """The non-trivial facts about the names `summary`'s file uses from other files."""
         needs = summary.needs
         properties: dict[str, tuple[PropertyFact, ...]] = {}
@@ -403,8 +403,8 @@ class ProjectIndex:
                 if example is not None:
                     host_params.setdefault(q, {})[param] = f"every call naming it passes a host tensor, like {example}"
         if not (functions or class_attrs or properties or device_params or host_params):
-            return EMPTY_VIEW
-        return ProjectView(functions, class_attrs, class_bases, properties, frozenset(fields), device_params, host_params)
+            return NO_ANSWERS
+        return Answers(functions, class_attrs, class_bases, properties, frozenset(fields), device_params, host_params)
 
 
 def _keep_surer(found: dict[str, dict[str, Where]], function: str, name: str, where: Where) -> bool:

@@ -34,7 +34,7 @@ from synclint.jobs import (
     too_large,
 )
 from synclint.project.demand import Demand
-from synclint.project.facts import ProjectFile, ProjectView
+from synclint.project.facts import ProjectFile, Answers
 from synclint.project.index import ProjectIndex
 from synclint.project.placement import module_name, package_root
 from synclint.project.text_facts import Declarations, with_text_facts
@@ -59,7 +59,7 @@ def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageSta
     analysis, against the facts `state` (see `package_state`) holds of the other files of its
     package (`_checked_against`); with no state, the file alone (as a first run looks at each
     file first). Returns the result, and the file's place in the project as it was checked
-    (its view of the facts).
+    (the solved facts it was given).
 
     The cache is read; an entry is written only when `data` is the file on disk, not for the
     versions an edit goes through, which no run will meet again."""
@@ -81,11 +81,11 @@ def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageSta
     index: ProjectIndex = state.index  # type: ignore[assignment]  # (cache.py keeps it untyped)
     kept = state.summaries.get(job.shown)  # as `_checked_against`: first the facts it was last checked with
     if kept is not None:
-        job = _given_view(job, index.view_for(kept))
+        job = _given_answers(job, index.answers_for(kept))
     result = check_data(data, job, cache, store, debug)
     if result.summary is not None:
-        again = _given_view(job, index.view_for(result.summary))
-        if _view_digest(again) != _view_digest(job):
+        again = _given_answers(job, index.answers_for(result.summary))
+        if _answers_digest(again) != _answers_digest(job):
             job = again
             result = check_data(data, job, cache, store, debug)
     return result, job.project
@@ -99,7 +99,7 @@ def check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver
        use, checked with no facts of other files. Each check yields the file's findings and its
        summary, which depends on the file alone (so it never needs another look).
     2. One solve: the summaries joined in a `ProjectIndex`, solved once to a fixed point.
-    3. Answers: each checked file whose facts from the rest of the project (`view_for`) are not
+    3. Answers: each checked file whose facts from the rest of the project (`answers_for`) are not
        empty is checked once more with them; those findings replace its first look's.
     With --fix/--diff, the files whose findings have fixes to apply are then fixed, with their
     facts. Every step goes through the cache; a check with facts is keyed by their digest.
@@ -193,9 +193,9 @@ def _answered(index: ProjectIndex, jobs: list[Job], firsts: list[FileFix | None]
         summary = item.result.summary if item is not None else None
         if summary is None or not jobs[i].settings.project_analysis:
             continue
-        view = index.view_for(summary)
-        if view:
-            jobs[i] = _given_view(jobs[i], view)
+        answers = index.answers_for(summary)
+        if answers:
+            jobs[i] = _given_answers(jobs[i], answers)
             again.append(i)
     if again:
         redone = check_all([jobs[i] for i in again], check, cache, workers, progress,
@@ -209,22 +209,22 @@ def _checked_against(index: ProjectIndex, kept: Packed, jobs: list[Job], check: 
                      workers: int, progress: Tally) -> list[FileFix | None]:
     """The jobs checked against a kept `index`, as a run over the whole package checks them.
 
-    A file's facts (`view_for`) depend on its summary only through what it names (its calls,
+    A file's facts (`answers_for`) depend on its summary only through what it names (its calls,
     attributes, classes, functions), which no fact changes: so each file is checked first with
     the facts of the summary the index was solved with (`kept`: an edit seldom changes what a
     file names), and once more only if its own summary asks for other facts."""
     for i, job in enumerate(jobs):
         summary = kept.get(job.shown) if job.settings.project_analysis else None
         if summary is not None:
-            jobs[i] = _given_view(job, index.view_for(summary))
+            jobs[i] = _given_answers(job, index.answers_for(summary))
     results = check_all(jobs, check, cache, workers, progress)
     again: list[int] = []
     for i, item in enumerate(results):
         summary = item.result.summary if item is not None else None
         if summary is None or not jobs[i].settings.project_analysis:
             continue
-        job = _given_view(jobs[i], index.view_for(summary))
-        if _view_digest(job) != _view_digest(jobs[i]):
+        job = _given_answers(jobs[i], index.answers_for(summary))
+        if _answers_digest(job) != _answers_digest(jobs[i]):
             jobs[i] = job
             again.append(i)
     if again:
@@ -233,9 +233,9 @@ def _checked_against(index: ProjectIndex, kept: Packed, jobs: list[Job], check: 
     return results
 
 
-def _view_digest(job: Job) -> str:
-    view = job.project.view
-    return view.digest() if view else ""
+def _answers_digest(job: Job) -> str:
+    answers = job.project.answers
+    return answers.digest() if answers else ""
 
 
 def _reader(cache: Cache | None, texts: dict[Path, bytes] | None) -> Callable[[Path], bytes]:
@@ -312,9 +312,9 @@ def _on_demand(jobs: list[Job], checked: int, texts: dict[Path, bytes], check: M
     return [jobs[i] for i in order], [results[i] for i in order]
 
 
-def _given_view(job: Job, view: ProjectView | None) -> Job:
-    """The job, to be checked with the facts `view` holds (None or empty: none)."""
-    return replace(job, project=replace(job.project, view=view or None))
+def _given_answers(job: Job, answers: Answers | None) -> Job:
+    """The job, to be checked with the solved facts `answers` (None or empty: none)."""
+    return replace(job, project=replace(job.project, answers=answers or None))
 
 
 def _listings(folders: set[str]) -> dict[str, tuple[str, ...]]:

@@ -51,7 +51,7 @@ class Checked:
     text: str
     settings: Settings
     result: FileResult
-    project: ProjectFile  # its place in the project, with the view of the facts it was checked with
+    project: ProjectFile  # its place in the project, with the solved facts it was checked with
     state: PackageState | None  # the package's facts it was checked against (None: alone)
 
 
@@ -145,7 +145,7 @@ class Session:
     @staticmethod
     def sees_new_facts(checked: Checked, package: Package) -> bool:
         """Whether the file checked as `checked` would now be checked with other facts of the
-        rest of its package (its view of the package's new state differs)."""
+        rest of its package (its answers from the package's new state differ)."""
         if package.state is None or checked.state is package.state:
             return False
         if checked.state is None:
@@ -154,8 +154,8 @@ class Session:
         if summary is None:
             return False
         index: ProjectIndex = package.state.index  # type: ignore[assignment]  # (cache.py keeps it untyped)
-        now = index.view_for(summary)
-        before = checked.project.view
+        now = index.answers_for(summary)
+        before = checked.project.answers
         return (now.digest() if now else "") != (before.digest() if before else "")
 
 
