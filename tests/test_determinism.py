@@ -11,93 +11,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-
-# A pipeline whose own method's parameter is on the GPU only because its caller in the same
-# file passes one: that fact, once known, changes what the file says of the parameter, and a
-# run that looks again a fixed number of times ended on either side of it (issue 30).
-PIPELINE = '''\
-from typing import Optional
-
-import torch
-
-from pkg.helpers import grad_norm
-from pkg.state import Tracker
-
-
-class Pipeline(Tracker):
-    def prepare_latents(self, shape, device, latents=None):
-        if latents is None:
-            latents = torch.randn(shape, device=device)
-        else:
-            latents = latents.to(device)
-            if latents.abs().max() > 1e4:
-                latents = latents / 2
-        return latents * 2
-
-    def __call__(self, prompt, latents: Optional[torch.Tensor] = None):
-        latents = self.prepare_latents((1, 4), "cuda", latents)
-        for t in range(10):
-            latents = self.unet(latents)
-            norm = grad_norm(latents)
-            if self.best_loss > 0:
-                print(norm)
-        return latents
-'''
-
-HELPERS = '''\
-import torch
-
-
-def grad_norm(x):
-    total = torch.linalg.vector_norm(x)
-    return total.item()
-
-
-def clip(x, limit):
-    return x.clamp(max=limit)
-'''
-
-STATE = '''\
-import torch
-
-
-class Tracker:
-    def __init__(self):
-        self.losses = torch.zeros(8, device="cuda")
-
-    @property
-    def best_loss(self):
-        return self.losses.min().item()
-'''
-
-# Plain files that use the helpers, enough of them for a pool of workers to share them out.
-USER = '''\
-import torch
-
-from pkg.helpers import clip, grad_norm
-from pkg.state import Tracker
-
-
-class Trainer{n}(Tracker):
-    def step(self, batch: torch.Tensor):
-        for x in batch:
-            y = clip(x, {n})
-            if grad_norm(y) > {n}:
-                return self.best_loss
-        return None
-'''
+from tests.trees import build
 
 
 def _package(root: Path) -> Path:
-    pkg = root / "pkg"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "pipeline.py").write_text(PIPELINE)
-    (pkg / "helpers.py").write_text(HELPERS)
-    (pkg / "state.py").write_text(STATE)
-    for n in range(17):
-        (pkg / f"user{n}.py").write_text(USER.format(n=n))
-    return pkg
+    """The package of these tests, tests/trees.py's "determinism" (the differential checks it too):
+    a pipeline whose own method's parameter is on the GPU only because its caller in the same file
+    passes one (a run that looked again a fixed number of times ended on either side of that
+    fact: issue 30), helpers and a tracker in other modules, and 17 plain files that use them."""
+    return build("determinism", root)
 
 
 def _findings(root: Path, *args: str) -> list[dict]:

@@ -1,8 +1,8 @@
 """The small package trees of the differential (bench/differential.py, tests/test_differential.py).
 
-Frozen copies of the trees that tests/test_determinism.py and tests/test_project.py build: a
-differential compares the findings of two commits of synclint on the same bytes, so the trees
-must not change with the tests that inspired them. Stdlib only: the bench script loads this
+The tree tests/test_determinism.py builds, and frozen copies of the trees tests/test_project.py
+builds: a differential compares the findings of two commits of synclint on the same bytes, so
+the trees must not change with the tests that inspired them. Stdlib only: the bench script loads this
 file by its path.
 
 `build(label, parent)` writes one tree under `parent` and returns its package folder; every
@@ -14,7 +14,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-# tests/test_determinism.py: a pipeline whose own method's parameter is on the GPU only because
+# tests/test_determinism.py builds this one: a pipeline whose own method's parameter is on the GPU only because
 # its caller in the same file passes one (issue 30), helpers and a tracker in other modules, and
 # 17 plain files that use them, enough for a pool of workers to share them out.
 PIPELINE = '''\
