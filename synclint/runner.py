@@ -87,7 +87,7 @@ def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mod
         run = RunResult()
         cache = cache.for_run() if cache is not None else None
         job = Job(path, display_path(path.absolute(), cwd), settings, data=data)
-        run.read_files = run.analysed_files = [os.fspath(path)]
+        run.read_files, run.analysed_files = [os.fspath(path)], [os.fspath(path)]
         tally = Tally(progress)
         results = check_project([job], [path], resolver, mode, cache, os.cpu_count() or 1, tally, cwd, run)
         run.phases = tally.finished()

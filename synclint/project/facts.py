@@ -2,7 +2,7 @@
 tells a file about the rest of the project.
 
 No libcst: these objects travel between processes and live in the cache. The device model
-(`synclint.devices`) reads the facts of a `Answers`; nothing here reads the device model
+(`synclint.devices`) reads the facts of an `Answers`; nothing here reads the device model
 but its value lattice.
 """
 
@@ -48,6 +48,10 @@ class SyncSite:
     # (what a project function returns) and `param:x` (what callers pass its function's parameter
     # x). The index makes the site as sure as the surest of them it solves to a GPU tensor.
     depends: tuple[str, ...] = ()
+
+    def rank(self) -> tuple[int, int]:
+        """Sorts the surest site first, and the first in the file among equals."""
+        return -self.confidence, self.row
 
 
 @pickled_by_fields

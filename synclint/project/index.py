@@ -2,7 +2,7 @@
 
 `ProjectIndex` computes, recursion included, a `Chain` for every function that syncs,
 directly or through the functions it calls, and the place each function's result lives;
-then gives each file a `Answers`: only the facts about the names it uses from other
+then gives each file its `Answers`: only the facts about the names it uses from other
 files. A file whose answers are empty needs no second look (see `synclint.project.run`).
 """
 
@@ -173,17 +173,14 @@ class ProjectIndex:
     def _surest_sync(self, qual: str, func: FunctionSummary) -> SyncSite | None:
         """The surest of the function's syncs (the first among equals), each as sure as the
         surest GPU tensor its value may come from (`SyncSite.depends`)."""
-        best = None
+        sites = []
         for site in (func.sync, *func.syncs_if):
             if site is None:
                 continue
             found = self._answer(qual, site.depends)
-            if found is not None and found.confidence > site.confidence:
-                site = replace(site, confidence=found.confidence)
-            if best is None or site.confidence > best.confidence or (site.confidence == best.confidence
-                                                                      and site.row < best.row):
-                best = site
-        return best
+            sites.append(replace(site, confidence=found.confidence)
+                         if found is not None and found.confidence > site.confidence else site)
+        return min(sites, key=SyncSite.rank, default=None)
 
     def _answer(self, qual: str, depends: tuple[str, ...],
                 passed: dict[str, dict[str, Where]] | None = None) -> Where | None:

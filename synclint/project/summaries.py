@@ -289,7 +289,7 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
     for owner, sites in found.items():
         func = summary.functions[owner]
         known = [site for site in (func.sync, *func.syncs_if) if site is not None]
-        ranked = sorted(dict.fromkeys([*known, *sites]), key=lambda site: (-site.confidence, site.row))
+        ranked = sorted(dict.fromkeys([*known, *sites]), key=SyncSite.rank)
         func.sync = ranked[0]
         func.syncs_if = tuple(sorted((site for site in ranked[1:] if site.depends), key=lambda site: site.row)
                               )[:MAX_SYNCS_IF]
