@@ -9,6 +9,15 @@ from synclint.devices.lattice import Place, Where
 from synclint.model import Confidence
 from synclint.patterns import BoolTensors, bool_operands, one_line, tensor_phrase
 from synclint.rule import Invalid, Rule, Valid
+from synclint.sizes import (
+    NUMBER_ARGUMENTS,
+    NUMBER_METHODS,
+    SIZE_FIRST_ONLY,
+    SIZE_METHODS,
+    SIZED_FACTORIES,
+    number_arguments,
+    size_arguments,
+)
 from synclint.syntax import keyword_arg, may_be_true, method_call, parameter
 
 # Functions that write tensors to a file, copying GPU tensors to the host first.
@@ -36,11 +45,7 @@ NUMPY_ARRAY_BUILDERS = frozenset(
 )
 SEQUENCE_ANNOTATIONS = ("list", "List", "Sequence", "MutableSequence", "ndarray", "NDArray")
 ARANGE_BOUNDS = ("start", "end", "step")
-# Calls whose arguments are sizes: a GPU scalar there is read on the host through `__index__`.
-SIZE_METHODS = frozenset("repeat view reshape expand narrow new_zeros new_ones new_empty new_full".split())
-SIZED_FACTORIES = frozenset("torch.zeros torch.ones torch.empty torch.full torch.rand torch.randn".split())
-# Of these, the ones whose later arguments are not sizes (`full(size, fill_value)`).
-SIZE_FIRST_ONLY = frozenset(("new_full", "torch.full"))
+
 
 
 # Everyday training code: the module's output is a GPU tensor once the model is on the GPU.
@@ -152,7 +157,9 @@ class HostRead(Rule):
     tensors, `x in t`, indexing a GPU tensor with a Python list, a numpy array or a CPU tensor
     (`x[[1, 2, 3]]`, `x[cpu_idx]`, and `x[cpu_idx] = values`), slicing by a GPU scalar
     (`x[:t]`), and a GPU scalar used as a Python number: `range(t)`, `torch.arange(t)`,
-    `torch.zeros(t)`, `x.repeat(t)`, `x.view(-1, t)`, `x.narrow(0, t, n)`.
+    `torch.zeros(t)`, `x.repeat(t)`, `x.view(-1, t)`, `x.narrow(0, t, n)`, `torch.randint(0, t, ...)`,
+    `x.topk(t)`, `F.pad(x, (0, t))`, flex attention's `create_block_mask(..., Q_LEN=t)`. A copy into
+    a host buffer is reported when its source is proven on the GPU or is what a model returned.
 
     Not flagged: these calls on host tensors, numpy arrays and lists; indexing with a GPU
     index tensor or a CPU boolean mask (measured: it does not wait); `.to("cpu", non_blocking=True)` (it does not wait: SYNC111 checks that its
@@ -220,6 +227,8 @@ class HostRead(Rule):
             "out.copy_(x, non_blocking=True)\nm = x.to('meta')\n"
         ),
         Valid("import torch\n\ndef stage(t: torch.Tensor):\n    torch.empty(4, device='cpu').copy_(t)\n"),
+        Valid("import torch\nimport torch.nn.functional as F\nx = torch.ones(64, device='cuda')\n"
+              "a = torch.randint(0, 10, (4,), device='cuda')\nb = x.topk(k=8)\nc = F.pad(x, (0, x.shape[0]))\n"),
         Valid(NOT_ON_THE_WAY),
         # another accelerator's function (low: hidden by default)
         Valid("import torch\n\ndef _neuron_gather_object(t: torch.Tensor):\n    return t.cuda().cpu()\n"),
@@ -270,6 +279,21 @@ class HostRead(Rule):
         ),
         Invalid(
             "import torch\nx = torch.ones(4, device='cuda')\nout = torch.empty(4, pin_memory=True)\nout.copy_(x)\n",
+            confidence=Confidence.HIGH,
+        ),
+        # What a model returns, and what tensor methods compute from it, copied into a host buffer or used as a size.
+        Invalid(
+            "import torch\nfrom torch import nn\n\nmodel = nn.Linear(4, 8).cuda()\nstaging = torch.empty(8, pin_memory=True)\n\n\n"
+            "def step(x):\n    logits = model(x)\n    staging.copy_(logits.argmax(-1))\n"
+            "    n = (logits > 0).sum()\n    return torch.arange(n, device='cuda')\n",
+            count=2,
+            confidence=Confidence.MEDIUM,
+        ),
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch.nn.attention.flex_attention import create_block_mask\n"
+            "x = torch.ones(64, device='cuda')\nn = (x > 0).sum()\na = torch.randint(0, n, (4,), device='cuda')\n"
+            "b = x.topk(k=n)\nc = F.pad(x, (0, n))\nd = create_block_mask(None, None, None, Q_LEN=n, KV_LEN=n)\n",
+            count=4,
             confidence=Confidence.HIGH,
         ),
         Invalid(TRAINING_LOOP, count=1, confidence=Confidence.MEDIUM),
@@ -363,7 +387,11 @@ class HostRead(Rule):
         if node.args and self.qualname(func) in SAVE_CALLS:
             self._check_save(node, node.args[0].value)
         elif isinstance(func, cst.Name):
-            self._check_builtin(node, func.value)
+            qual = self.qualname(func)
+            if qual in NUMBER_ARGUMENTS:  # `from torch.nn.attention.flex_attention import create_block_mask`
+                self._check_host_numbers(node, number_arguments(node, *NUMBER_ARGUMENTS[qual]), "a Python int")
+            else:
+                self._check_builtin(node, func.value)
         elif isinstance(func, cst.Attribute):
             qual = self.qualname(func)
             if qual is not None and qual.startswith("math.") and qual.count(".") == 1:
@@ -378,10 +406,14 @@ class HostRead(Rule):
                 bounds = [a.value for a in node.args if a.keyword is None or a.keyword.value in ARANGE_BOUNDS]
                 self._check_host_numbers(node, bounds, "a bound")
             elif qual in SIZED_FACTORIES:
-                self._check_host_numbers(node, _size_arguments(node, first_only=qual in SIZE_FIRST_ONLY), "a size")
+                self._check_host_numbers(node, size_arguments(node, first_only=qual in SIZE_FIRST_ONLY), "a size")
+            elif qual in NUMBER_ARGUMENTS:
+                self._check_host_numbers(node, number_arguments(node, *NUMBER_ARGUMENTS[qual]), "a Python int")
+            elif qual is None and func.attr.value in NUMBER_METHODS and not self.where(func.value).is_module:
+                self._check_host_numbers(node, number_arguments(node, *NUMBER_METHODS[func.attr.value]), "a Python int")
             elif qual is None and func.attr.value in SIZE_METHODS and not self.where(func.value).is_module:
                 # (`self.repeat(x)` in an nn.Module calls its submodule `repeat`, not Tensor.repeat)
-                sizes = _size_arguments(node, first_only=func.attr.value in SIZE_FIRST_ONLY)
+                sizes = size_arguments(node, first_only=func.attr.value in SIZE_FIRST_ONLY)
                 self._check_host_numbers(node, sizes, "a size")
             elif qual is None and func.attr.value in LOGGING_CALLS:
                 self._check_logged(node)
@@ -502,10 +534,11 @@ class HostRead(Rule):
         elif method == "type" and call.args and _is_host_tensor_type(self.qualname(call.args[0].value)):
             self._report_operand(call, receiver, "is a blocking device-to-host copy (a CPU tensor type)")
         elif method == "copy_" and call.args and not may_be_true(keyword_arg(call, "non_blocking")):
-            # Only a proven CUDA source: a tensor of unknown device copied into a host buffer
-            # is as often host data staged into pinned memory.
+            # Only a proven CUDA source or a model's output (and what tensor methods compute from it): a
+            # tensor of unknown device copied into a host buffer is as often host data staged into pinned memory.
             source = self.where(call.args[0].value)
-            if self.where(receiver).place is Place.HOST_TENSOR and source.on_device and source.confidence >= Confidence.HIGH:
+            if self.where(receiver).place is Place.HOST_TENSOR and source.on_device and (
+                    source.confidence >= Confidence.HIGH or source.from_module_output):
                 self._report(call, source, "is a blocking copy into host memory")
         elif method == "update" and call.args and self._is_aggregation_metric(receiver):
             # torchmetrics' aggregation metrics check each value for NaN on the host
@@ -528,9 +561,10 @@ class HostRead(Rule):
         """`range(t)`, `torch.arange(t)`, `x.repeat(t)`: the host needs each value as a Python number."""
         for value in values:
             where = self.where(value)
-            if where.on_device and not where.from_module_output:
+            if where.on_device and (where.computed or not where.from_module_output):
                 # (A module returns activations; a number it returns beside them is a shape:
-                # `x, (h, w) = self.patch_embed(x)`, then `x.reshape(b, h, w, -1)`.)
+                # `x, (h, w) = self.patch_embed(x)`, then `x.reshape(b, h, w, -1)`. What a tensor
+                # method computes from its output, `(logits > 0).sum()`, is a tensor.)
                 self._report(call, where, f"needs the GPU scalar `{one_line(self.code_of(value))}` on the host as {role}")
                 return
 
@@ -725,20 +759,6 @@ class HostRead(Rule):
         return f"the tensor `{one_line(self.code_of(value))}`"
 
 
-
-
-def _size_arguments(call: cst.Call, first_only: bool) -> list[cst.BaseExpression]:
-    """The size arguments of `x.view(a, b)`, `x.view((a, b))`, `torch.zeros(n, device=d)`, ..."""
-    positional = [a.value for a in call.args if a.keyword is None and not a.star]
-    size = keyword_arg(call, "size")
-    chosen = [size] if size is not None else positional[:1] if first_only else positional
-    sizes: list[cst.BaseExpression] = []
-    for value in chosen:
-        if isinstance(value, (cst.Tuple, cst.List)):
-            sizes.extend(element.value for element in value.elements if not isinstance(element, cst.StarredElement))
-        else:
-            sizes.append(value)
-    return sizes
 
 
 def _named_like_a_mask(expr: cst.BaseExpression) -> bool:

@@ -585,7 +585,7 @@ class Evaluator(Placement):
                 return self.device_of(device_arg)
             return base
         if base.is_tensor:
-            return base
+            return base if base.computed or not base.from_module_output else replace(base, computed=True)
         if base.place is Place.HOST:
             if base.element is not None or base.items is not None or base.mapping:
                 return base

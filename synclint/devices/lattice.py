@@ -50,6 +50,9 @@ class Where:
     # A dict with more keys than `keys` (a tokenizer's output after `inputs["ids"] = ids.to(d)`): the
     # values of the others live where `element` says.
     more_keys: bool = False
+    # Computed from a tensor by a tensor method (`out.sum()`, `logits.argmax(-1)`): a tensor, never one of
+    # the Python numbers a module may return beside its activations.
+    computed: bool = False
 
     @property
     def on_device(self) -> bool:
@@ -166,7 +169,7 @@ def join_spec(a: Where | None, b: Where | None) -> Where | None:
 
 
 def _one_path(because: str | None) -> str | None:
-    if because is None or because.endswith(" on one path"):
+    if because is None or " on one path" in because:  # (`moved by .to(dev) (cuda on one path)`: said once)
         return because
     return because + " on one path"
 
