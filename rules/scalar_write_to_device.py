@@ -11,7 +11,7 @@ import libcst as cst
 from synclint.devices.conventions import MASK_NAME
 from synclint.devices.lattice import Place
 from synclint.model import Applicability, Confidence
-from synclint.patterns import one_line, statements_code, tensor_phrase
+from synclint.patterns import BoolTensors, one_line, statements_code, tensor_phrase
 from synclint.rule import Invalid, Replacement, Rule, Valid
 from synclint.syntax import dotted_name, find_all, method_call, parameter
 
@@ -31,11 +31,6 @@ SEQUENCE_NAME = re.compile(r"(ids|indices|idxs|tokens|positions|_list)$", re.IGN
 # Lists of Python numbers, by their names: their elements are scalars (`tensor_list[i]` is not).
 NUMBERS_NAME = re.compile(r"(ids|tokens|lens|lengths|positions|indices|offsets|counts|sizes|starts|ends)$", re.IGNORECASE)
 COUNT_NAME = re.compile(r"^(num|max|min|n)_", re.IGNORECASE)
-# Tensor methods and torch functions whose result is a bool tensor.
-MASK_METHODS = frozenset(
-    "bool isnan isinf isfinite isneginf isposinf logical_not logical_and logical_or logical_xor "
-    "eq ne gt ge lt le greater less equal not_equal isin".split()
-)
 TORCH_FACTORIES_WITH_SIZES = frozenset("zeros ones empty full rand randn".split())
 # Calls whose result is a Python number: builtins, and methods of tensors and lists.
 SCALAR_BUILTINS = frozenset("int float bool round len abs min max ord".split())
@@ -176,6 +171,9 @@ class ScalarWriteToDevice(Rule):
     VALID = [
         Valid("import torch\nx = torch.zeros(8, device='cuda')\nx[0:1] = 1.0\n"),
         Valid("import torch\nx = torch.zeros(8, device='cuda')\nmask = x > 0\nx[mask] = 0.0\n"),
+        # a mask made as one (measured: a Python scalar through a GPU bool mask of fewer dimensions does not wait)
+        Valid("import torch\npos = torch.zeros(8, 4, device='cuda')\nkeep = torch.zeros(8, dtype=torch.bool, device='cuda')\n"
+              "pos[keep] = 1.0\npos[keep.to(torch.bool)] = 2.0\n"),
         Valid("import torch\nx = torch.zeros(8, device='cuda')\nx[x > 0] = 0.0\n"),
         Valid("import torch\nx = torch.zeros(8, device='cuda')\nx[3] += 1\n"),
         Valid("import torch\nx = torch.zeros(8, device='cuda')\nv = x.sum()\nx[3] = v\n"),
@@ -391,8 +389,7 @@ class ScalarWriteToDevice(Rule):
         if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
             return True
         if isinstance(value, cst.Call):
-            qual = self.qualname(value.func) or ""
-            return method_call(value, *MASK_METHODS) is not None or qual.rsplit(".", 1)[-1] in MASK_METHODS
+            return BoolTensors(self)(value)  # `x.isnan()`, `torch.zeros(n, dtype=torch.bool)`, `m.to(torch.bool)`
         name = _last_name(value)
         if name is None:
             return False
