@@ -24,8 +24,10 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from synclint.config import Settings
 from synclint.cst_internals import code_at_indent, parse_module_unvalidated, positions_in
 from synclint.devices.conventions import (
+    EPOCH_FUNCTIONS,
     HOST_SIDE_CLASS,
     INIT_FUNCTIONS,
+    PERIODIC_GUARD,
     STEP_FUNCTIONS,
     WEIGHT_LOADER,
     NameConventions,
@@ -113,6 +115,9 @@ class FileContext:
         self.loop_depth: list[int] = [0]
         # Per scope: the `if step % interval == 0:` blocks around the node, outermost first.
         self.intervals: list[tuple[cst.If, ...]] = [()]
+        # Per scope: the blocks around the node that run once (a `__main__` block, an `except` block),
+        # outermost first, each with why and the loop depth where it opens (None: once even inside a loop).
+        self.once: list[tuple[tuple[str, int | None], ...]] = [()]
         # Per scope: the comprehensions around the node being visited, outermost first.
         self.comprehensions: list[tuple[cst.BaseComp, ...]] = [()]
         self.allowed_depth = 0
@@ -152,15 +157,36 @@ class FileContext:
         if self.in_test_file or any(n.startswith("test") for n in names):
             return "test"
         if any(fnmatch.fnmatchcase(n, pat) for n in names for pat in INIT_FUNCTIONS) or any(
-                WEIGHT_LOADER.search(n) for n in names):
-            return "init"  # set-up code, weight loading included: it runs once, not per step
-        if self.intervals[-1]:
+                WEIGHT_LOADER.search(n) for n in names) or self.once_reason() is not None:
+            return "init"  # set-up code, weight loading included, a `__main__` block, an error path: it runs once
+        if self.intervals[-1] or self._in_epoch_function():
             return "interval"
         if self.loop_depth[-1] > 0:
             return "loop"
         if self._in_step_function():
             return "step"
         return "code"
+
+    def once_reason(self) -> str | None:
+        """Why the code here runs once although its function may run often: it sits in a `__main__`
+        block outside any loop of it, or in an `except` block (None when neither)."""
+        for reason, loops in self.once[-1]:
+            if loops is None or loops == self.loop_depth[-1]:
+                return reason
+        return None
+
+    def _in_epoch_function(self) -> bool:
+        scope = self.scopes[-1]
+        return isinstance(scope, cst.FunctionDef) and any(
+            fnmatch.fnmatchcase(scope.name.value, pat) for pat in EPOCH_FUNCTIONS)
+
+    def interval_phrase(self) -> str | None:
+        """How often the code here runs, when an `if` or its function says once every so many steps."""
+        if self.intervals[-1]:
+            period = interval_of(self.intervals[-1][-1].test, PERIODIC_GUARD)
+            text = code_text(cast(cst.BaseExpression, period), 40)
+            return f"only when `{text}` holds" if isinstance(period, cst.Call) else f"once every `{text}` steps"
+        return "once per epoch" if self._in_epoch_function() else None
 
     def may_repeat(self) -> bool:
         """Whether code here may run many times: in a loop or in a per-step method (a cheap
@@ -181,11 +207,8 @@ class FileContext:
     def site(self) -> Site:
         """Where the walk is now (for a report made now or after the walk)."""
         stmt = self.statements[-1] if self.statements else None
-        intervals = self.intervals[-1]
         return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1],
-                    self.devices.platform_at(self.scopes[-1], stmt),
-                    # (an if is kept in `intervals` only when its test has a period: on_visit_attribute)
-                    code_text(cast(cst.BaseExpression, interval_of(intervals[-1].test)), 40) if intervals else None)
+                    self.devices.platform_at(self.scopes[-1], stmt), self.interval_phrase(), self.once_reason())
 
     def accelerator(self, scope: Scope) -> str | None:
         """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path or
@@ -265,7 +288,21 @@ ERROR_PATHS: dict[type, tuple[str, ...]] = {
 }
 # The fields the batched visitor is told of when it enters and leaves them (an `if`'s body:
 # whether it runs once every so many steps, `interval_of`).
-ATTRIBUTE_HOOKS: dict[type, tuple[str, ...]] = {**LOOP_BODIES, **ERROR_PATHS, cst.If: ("body",)}
+ATTRIBUTE_HOOKS: dict[type, tuple[str, ...]] = {**LOOP_BODIES, **ERROR_PATHS, cst.If: ("body",),
+                                               cst.ExceptHandler: ("body",), cst.ExceptStarHandler: ("body",)}
+# Why code in these blocks runs once (Site.once).
+MAIN_BLOCK = 'in an `if __name__ == "__main__":` block, which runs once'
+EXCEPT_BLOCK = "in an `except` block, which runs only when an error is caught"
+
+
+def is_main_guard(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"`, either way round."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return any(isinstance(side, cst.Name) and side.value == "__name__" for side in sides) and any(
+        isinstance(side, cst.SimpleString) and side.evaluated_value == "__main__" for side in sides)
 
 
 @functools.lru_cache(maxsize=None)
@@ -353,6 +390,7 @@ class BatchedVisitor(cst.CSTVisitor):
                 self._statement_depths.append(self._depth + 2)  # FunctionDef > IndentedBlock > statement
                 ctx.loop_depth.append(0)
                 ctx.intervals.append(())
+                ctx.once.append(())
                 ctx.comprehensions.append(())
             elif kind & _COMPREHENSION:
                 ctx.comprehensions[-1] = (*ctx.comprehensions[-1], cast(cst.BaseComp, node))
@@ -389,6 +427,7 @@ class BatchedVisitor(cst.CSTVisitor):
                 self._statement_depths.pop()
                 ctx.loop_depth.pop()
                 ctx.intervals.pop()
+                ctx.once.pop()
                 ctx.comprehensions.pop()
             elif kind & _COMPREHENSION:
                 ctx.comprehensions[-1] = ctx.comprehensions[-1][:-1]
@@ -401,10 +440,14 @@ class BatchedVisitor(cst.CSTVisitor):
         if attribute in LOOP_BODIES.get(type(node), ()):
             self.ctx.loop_depth[-1] += 1
         elif type(node) is cst.If and attribute == "body":
-            if interval_of(node.test) is not None:
+            if interval_of(node.test, PERIODIC_GUARD) is not None:
                 self.ctx.intervals[-1] = (*self.ctx.intervals[-1], node)
             if _ends_in_raise(node.body):
                 self.ctx.allowed_depth += 1  # `if bad: <describe it>; raise ...`: on the way to an error
+            if is_main_guard(node.test):
+                self.ctx.once[-1] = (*self.ctx.once[-1], (MAIN_BLOCK, self.ctx.loop_depth[-1]))
+        elif type(node) in (cst.ExceptHandler, cst.ExceptStarHandler) and attribute == "body":
+            self.ctx.once[-1] = (*self.ctx.once[-1], (EXCEPT_BLOCK, None))
         elif attribute in ERROR_PATHS.get(type(node), ()):
             self.ctx.allowed_depth += 1  # reported nowhere, counted in no chain: as `with gpu_sync_allowed():`
 
@@ -416,6 +459,10 @@ class BatchedVisitor(cst.CSTVisitor):
                 self.ctx.intervals[-1] = self.ctx.intervals[-1][:-1]
             if _ends_in_raise(original_node.body):
                 self.ctx.allowed_depth -= 1
+            if is_main_guard(original_node.test):
+                self.ctx.once[-1] = self.ctx.once[-1][:-1]
+        elif type(original_node) in (cst.ExceptHandler, cst.ExceptStarHandler) and attribute == "body":
+            self.ctx.once[-1] = self.ctx.once[-1][:-1]
         elif attribute in ERROR_PATHS.get(type(original_node), ()):
             self.ctx.allowed_depth -= 1
 

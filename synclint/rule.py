@@ -89,7 +89,10 @@ class Site:
     anchors: tuple[tuple[cst.CSTNode, tuple[str, ...]], ...]
     scope: cst.Module | cst.FunctionDef  # the function (or module body) holding the node
     platform: str | None = None  # the accelerator other than CUDA that the branch holding it runs on
-    interval: str | None = None  # the period of the `if step % period == 0:` holding it
+    # How often it runs, when not every time its function runs: once every so many steps
+    # ("once every `log_interval` steps", "once per epoch"), or once ("in a `__main__` block, which runs once").
+    interval: str | None = None
+    once: str | None = None
 
 
 @dataclass
@@ -357,14 +360,14 @@ class Rule:
             confidence = Confidence.LOW
             because = (f"{because}; " if because else "") + f"in {cls}, which prepares inputs on the host"
         elif site.context == "init" and confidence > Confidence.LOW and self.syncs:
-            # Set-up code (`__init__`, `load_weights`, `setup`) runs once, not per step.
+            # Set-up code (`__init__`, `load_weights`, `setup`), a `__main__` block, an error path: once, not per step.
             confidence = Confidence.LOW
-            because = (f"{because}; " if because else "") + "in set-up code, which runs once"
+            because = (f"{because}; " if because else "") + (site.once or "in set-up code, which runs once")
         elif site.interval is not None and self.syncs:
             # `if step % log_interval == 0:` pays once every so many steps, not every step.
             if confidence is Confidence.HIGH:
                 confidence = Confidence.MEDIUM
-            because = (f"{because}; " if because else "") + f"once every `{site.interval}` steps"
+            because = (f"{because}; " if because else "") + site.interval
         self.ctx.reports.append((self, Report(node, message, confidence, because, fix, site)))
 
     def finish(self) -> None:

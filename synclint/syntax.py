@@ -7,6 +7,7 @@ syntax through these helpers, one helper per question.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -402,11 +403,16 @@ def assigned_targets(body: cst.CSTNode) -> set[str]:
     return targets
 
 
-def interval_of(test: cst.BaseExpression) -> cst.BaseExpression | None:
+def interval_of(test: cst.BaseExpression, guard: re.Pattern[str] | None = None) -> cst.BaseExpression | None:
     """The period of an `if` that holds once every so many steps: `log_interval` of
-    `step % log_interval == 0`, `not it % 100`, `(i + 1) % accum == 0 and rank == 0`."""
+    `step % log_interval == 0`, `not it % 100`, `(i + 1) % accum == 0 and rank == 0`; with
+    `guard`, also a call whose name it matches (`every_n_steps(step, 100)`), the call itself."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return interval_of(test.left) or interval_of(test.right)
+        return interval_of(test.left, guard) or interval_of(test.right, guard)
+    if guard is not None and isinstance(test, cst.Call):
+        name = test.func.attr.value if isinstance(test.func, cst.Attribute) else (
+            test.func.value if isinstance(test.func, cst.Name) else "")
+        return test if guard.search(name) else None
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _modulo_period(test.expression)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:

@@ -158,7 +158,17 @@ MASK_NAME = re.compile(r"mask|^(is|has|no|not|keep|valid|invalid|done|finished|s
 
 INIT_FUNCTIONS = ("__init__", "__post_init__", "load_weights", "load_model", "_init_*", "init_*", "initialize*",
                   "setup*", "_setup*", "warmup*", "_warmup*", "profile_run", "capture_model", "_dummy_*", "dummy_*",
-                  "build_model", "create_weights", "process_weights_after_loading")
+                  "build_model", "create_weights", "process_weights_after_loading",
+                  # checkpoints, export and teardown: once per run, or once in a long while
+                  "save_checkpoint", "_save_checkpoint", "load_checkpoint", "_load_checkpoint", "save_pretrained",
+                  "from_pretrained", "export", "export_*", "_export_*", "teardown*", "shutdown", "__del__",
+                  "on_fit_start", "on_fit_end", "on_train_start", "on_train_end", "on_test_end", "on_predict_end")
+# Functions that run once per epoch: an interval, not every step.
+EPOCH_FUNCTIONS = ("*_epoch_end", "*_epoch_start", "on_epoch_*")
+# Calls whose truth says that a step is one of every so many (`if every_n_steps(step, 100):`,
+# `if self.should_log(step):`): an `if` on one of them is an interval.
+PERIODIC_GUARD = re.compile(r"(?:^|_)every(?:_n)?(?:_|$)|^_*should_(?:log|eval|evaluate|save|print|report|sync)|"
+                            r"^_*is_(?:log|eval|save|logging)_step$")
 STEP_FUNCTIONS = ("forward", "__call__", "step", "*_step", "execute_model", "sample", "sample_tokens", "*prepare_inputs",
                   "_preprocess", "postprocess", "*update_states", "propose", "compute_logits", "build", "apply")
 
