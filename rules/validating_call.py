@@ -105,7 +105,9 @@ class ValidatingCall(Rule):
     `torch.linalg.solve_ex(A, B).result` (likewise `torch.inverse` and `torch.cholesky`),
     keeping how the module spells `torch`. The fix is unsafe: singular or non-positive-definite
     input no longer raises, the result holds NaN or garbage instead. Calls with `out=` or with
-    more positional arguments than the `_ex` variant takes, and the tensor methods, get no fix.
+    more positional arguments than the `_ex` variant takes, the tensor methods, and calls in the
+    body of a `try` that catches the error (`except RuntimeError:` around a retry with more
+    jitter would silently accept the bad result) get no fix.
     The other calls have no fix: whether to drop a validation is the author's decision.
     """
 
@@ -214,6 +216,8 @@ class ValidatingCall(Rule):
     def _ex_fix(self, node: cst.Call, qual: str, solver: CheckedSolver) -> Replacement | None:
         if any(a.star for a in node.args) or keyword_arg(node, "out") is not None:
             return None
+        if self._error_is_caught():
+            return None  # a `try` here handles the error: with `_ex` bad input would pass silently
         if sum(1 for a in node.args if a.keyword is None) > solver.positional:
             return None
         func = node.func
@@ -235,6 +239,18 @@ class ValidatingCall(Rule):
             f"Use `{solver.ex_name}(...).{solver.field}` (no error on {solver.what} input)",
             imports=imports,
         )
+
+    def _error_is_caught(self) -> bool:
+        """Whether the statement being visited sits in the body of a `try` whose handlers catch the
+        error a checked solver raises (`torch.linalg.LinAlgError`, a `RuntimeError`, any `Exception`)."""
+        stack = self.ctx.statements
+        for outer, inner in zip(stack, stack[1:]):
+            if isinstance(outer, (cst.Try, cst.TryStar)) and any(
+                    inner is stmt or (isinstance(stmt, cst.SimpleStatementLine) and any(inner is small for small in stmt.body))
+                    for stmt in outer.body.body):
+                if any(_catches_linalg_error(handler.type) for handler in outer.handlers):
+                    return True
+        return False
 
     def _torch_alias(self) -> str | None:
         """The name under which the module imports torch itself (`torch`, `T`), if it does."""
@@ -362,6 +378,19 @@ class _ValidationSwitchFinder(cst.CSTVisitor):
             value = node.args[0].value
             if isinstance(value, cst.Name) and value.value == "False":
                 self.found = True
+
+
+# What `except` catches the error a checked solver raises (torch.linalg.LinAlgError, a RuntimeError).
+LINALG_ERROR_CATCHERS = frozenset("LinAlgError _LinAlgError RuntimeError Exception BaseException".split())
+
+
+def _catches_linalg_error(kind: cst.BaseExpression | None) -> bool:
+    if kind is None:
+        return True  # a bare `except:`
+    if isinstance(kind, cst.Tuple):
+        return any(_catches_linalg_error(element.value) for element in kind.elements)
+    name = dotted_name(kind)
+    return name is not None and name.rsplit(".", 1)[-1] in LINALG_ERROR_CATCHERS
 
 
 def _is_distribution(qual: str) -> bool:

@@ -112,3 +112,27 @@ def test_clip_grad_norm_of_parameters_of_an_unknown_module_is_medium():
     (finding,) = findings(code)
     assert finding.location.row == 4 and finding.confidence == Confidence.MEDIUM
     assert finding.because == "model.parameters() are a module's tensors"
+
+
+RETRY = """\
+import torch
+A = torch.eye(3, device='cuda')
+for jitter in (1e-6, 1e-4, 1e-2):
+    try:
+        L = torch.linalg.cholesky(A + jitter * torch.eye(3, device='cuda'))
+        break
+    except {caught}:
+        continue
+"""
+
+
+def test_a_solver_in_a_try_that_catches_its_error_gets_no_fix():
+    # `cholesky_ex` would not raise: the retry with more jitter would silently accept a bad factor.
+    for caught in ("RuntimeError", "torch.linalg.LinAlgError", "(ValueError, RuntimeError) as error", "Exception"):
+        (finding,) = findings(RETRY.format(caught=caught))
+        assert (finding.location.row, finding.fix) == (5, None), caught
+
+
+def test_a_solver_in_a_try_that_catches_other_errors_keeps_its_fix():
+    (finding,) = findings(RETRY.format(caught="KeyError"))
+    assert [e.content for e in finding.fix.edits] == ["torch.linalg.cholesky_ex(A + jitter * torch.eye(3, device='cuda')).L"]
