@@ -68,9 +68,18 @@ def test_github_format_is_workflow_commands(write, tmp_path):
     write("kernel.py", OVERFLOW)
     proc = run_cli("check", "kernel.py", "--output-format", "github", cwd=tmp_path)
     lines = proc.stdout.splitlines()
-    assert lines[0] == ("::warning file=kernel.py,line=4,col=4,endLine=4,endColumn=19,title=SYNC101 (sync-in-condition)::"
+    assert lines[0] == ("::error file=kernel.py,line=4,col=4,endLine=4,endColumn=19,title=SYNC101 (sync-in-condition)::"
                         "SYNC101 `x.isinf().any()` is a CUDA tensor, used as a Python bool; the host waits for the GPU"
                         '%0Abecause: made by torch.randn(...) on "cuda" (high confidence)')
+
+
+def test_sarif_and_github_levels_follow_confidence(write, tmp_path):
+    write("kernel.py", OVERFLOW + "\n\ndef f(y):\n    return y.item()\n")  # `y` of unknown type: low
+    proc = run_cli("check", "kernel.py", "--output-format", "sarif", "--min-confidence", "low", cwd=tmp_path)
+    results = json.loads(proc.stdout)["runs"][0]["results"]
+    assert [(r["properties"]["confidence"], r["level"]) for r in results] == [("high", "error"), ("high", "error"), ("low", "note")]
+    proc = run_cli("check", "kernel.py", "--output-format", "github", "--min-confidence", "low", cwd=tmp_path)
+    assert [line.split(" ", 1)[0] for line in proc.stdout.splitlines()] == ["::error", "::error", "::notice"]
 
 
 def test_sarif_results_say_why(write, tmp_path):

@@ -1,11 +1,12 @@
-"""GitHub Actions workflow commands: one `::warning` annotation per finding, its message with the
-`because` on a second line."""
+"""GitHub Actions workflow commands: one annotation per finding (`::error` for high confidence,
+`::warning` for medium, `::notice` for low), its message with the `because` on a second line."""
 
 from __future__ import annotations
 
 from typing import TextIO
 
 from synclint.model import Finding
+from synclint.report import level
 
 
 def _escape_data(text: str) -> str:
@@ -18,7 +19,7 @@ def _escape_property(text: str) -> str:
 
 def write_github(findings: list[Finding], stream: TextIO) -> None:
     for f in findings:
-        level = "error" if f.code in ("SYNC000", "SYNC001") else "warning"
+        severity = {"note": "notice"}.get(level(f), level(f))
         props = ",".join(
             [
                 f"file={_escape_property(f.filename)}",
@@ -29,4 +30,4 @@ def write_github(findings: list[Finding], stream: TextIO) -> None:
                 f"title={_escape_property(f'{f.code} ({f.name})')}",
             ]
         )
-        stream.write(f"::{level} {props}::{_escape_data(f'{f.code} {f.explained()}')}\n")
+        stream.write(f"::{severity} {props}::{_escape_data(f'{f.code} {f.explained()}')}\n")

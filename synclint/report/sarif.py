@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from synclint import __version__
 from synclint.model import Finding
+from synclint.report import level
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ENGINE_RULES = {
@@ -44,7 +45,7 @@ def sarif_document(findings: list[Finding], rules) -> dict:
     for f in findings:
         result: dict[str, Any] = {
             "ruleId": f.code,
-            "level": "error" if f.code in ENGINE_RULES else "warning",
+            "level": level(f),
             "message": {"text": f.explained()},
             "locations": [
                 {
