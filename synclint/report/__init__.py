@@ -4,19 +4,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from synclint.model import Confidence, Finding
+from synclint.model import Finding
 from synclint.report.text import NOTHING_ELSE, Outcome
-
-# The codes of findings about the run itself (a file that does not parse, a rule that crashed).
-ENGINE_CODES = ("SYNC000", "SYNC001")
-
-
-def level(finding: Finding) -> str:
-    """How severe a finding is in SARIF's words, by its confidence: `error` for a proven sync (and a
-    file synclint could not check), `warning` for a likely one, `note` for one that may be."""
-    if finding.code in ENGINE_CODES or finding.confidence is Confidence.HIGH:
-        return "error"
-    return "warning" if finding.confidence is Confidence.MEDIUM else "note"
 
 
 def render(fmt: str, findings: list[Finding], stream: TextIO, *, color: bool | None = None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from synclint.model import Finding
-from synclint.report import level
+from synclint.report.levels import level
 
 
 def _escape_data(text: str) -> str:

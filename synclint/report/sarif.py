@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from synclint import __version__
 from synclint.model import Finding
-from synclint.report import level
+from synclint.report.levels import level
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ENGINE_RULES = {
