@@ -52,6 +52,10 @@ class Applicability(str, enum.Enum):
     UNSAFE = "unsafe"
 
 
+# The codes of findings about the run itself: a file that does not parse, a rule that crashed.
+ENGINE_CODES = ("SYNC000", "SYNC001")
+
+
 @pickled_by_fields
 @dataclass(frozen=True)
 class Location:
@@ -102,6 +106,13 @@ class Finding:
         if self.because:
             return f"{self.message}\nbecause: {self.because} ({self.confidence} confidence)"
         return self.message
+
+    def level(self) -> str:
+        """How severe it is in SARIF's words, by its confidence: `error` for a proven sync (and a file
+        synclint could not check), `warning` for a likely one, `note` for one that may be."""
+        if self.code in ENGINE_CODES or self.confidence is Confidence.HIGH:
+            return "error"
+        return "warning" if self.confidence is Confidence.MEDIUM else "note"
 
     @property
     def sort_key(self) -> tuple:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TextIO
 
 from synclint.model import Finding
-from synclint.report.levels import level
 
 
 def _escape_data(text: str) -> str:
@@ -19,7 +18,7 @@ def _escape_property(text: str) -> str:
 
 def write_github(findings: list[Finding], stream: TextIO) -> None:
     for f in findings:
-        severity = {"note": "notice"}.get(level(f), level(f))
+        severity = {"note": "notice"}.get(f.level(), f.level())
         props = ",".join(
             [
                 f"file={_escape_property(f.filename)}",

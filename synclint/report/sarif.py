@@ -8,7 +8,6 @@ from typing import Any, TextIO
 
 from synclint import __version__
 from synclint.model import Finding
-from synclint.report.levels import level
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ENGINE_RULES = {
@@ -45,7 +44,7 @@ def sarif_document(findings: list[Finding], rules) -> dict:
     for f in findings:
         result: dict[str, Any] = {
             "ruleId": f.code,
-            "level": level(f),
+            "level": f.level(),
             "message": {"text": f.explained()},
             "locations": [
                 {
