@@ -6,8 +6,9 @@ import libcst as cst
 
 from synclint.model import Confidence
 from synclint.patterns import one_line
-from synclint.project.facts import short_name
+from synclint.project.facts import SyncSite, short_name
 from synclint.rule import Invalid, Rule, Site, Valid
+from synclint.syntax import keyword_arg
 
 HELPER_IN_LOOP = """\
 import torch
@@ -174,8 +175,35 @@ class SyncInCallee(Rule):
             # calls were host tensors or branches the arguments rule out. Only a sync on a value
             # proven on the device travels at its confidence; the others are low (hidden by default).
             confidence = Confidence.HIGH if fact.chain.confidence is Confidence.HIGH else Confidence.LOW
+            flag = fact.chain.site.flag
+            if flag is not None:
+                # `def check(x, strict=False): if strict: ...sync...`: the call syncs only on that branch.
+                state = _flag_state(node, fact.chain.site) if len(fact.chain.steps) == 1 else None
+                if state is False:
+                    continue
+                if state is None:
+                    confidence = min(confidence, Confidence.MEDIUM)
+                    because += f"; only when `{flag}` is true in {short_name(fact.chain.steps[-1])}()"
             if fact.chain.site.path == self.ctx.relpath:
                 # The wait is reported where it happens, in this file: the call adds how often, not where.
                 confidence = Confidence.LOW
                 because += "; that line is reported itself, in this file"
             self.report_at(site, node, message, confidence=confidence, because=because)
+
+
+def _flag_state(call: cst.Call, site: SyncSite) -> bool | None:
+    """Whether `call` turns on the branch its callee syncs on (`SyncSite.flag`): True or False when
+    it passes a literal or leaves a false default, None when that depends on a value."""
+    if any(arg.star for arg in call.args):
+        return None
+    given = keyword_arg(call, site.flag) if site.flag is not None else None
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    if given is None and site.flag_position is not None and site.flag_position < len(positional):
+        given = positional[site.flag_position]
+    if given is None:
+        return False if site.flag_off_by_default else None
+    if isinstance(given, cst.Name) and given.value in ("True", "False", "None"):
+        return given.value == "True"
+    if isinstance(given, cst.Integer):
+        return given.evaluated_value != 0
+    return None

@@ -260,6 +260,51 @@ def test_a_sync_that_fills_a_cache_costs_callers_nothing_per_step(tmp_path):
     assert {(f["code"], f["location"]["row"]) for f in findings if f["code"] != "SYNC112"} >= {("SYNC102", 12), ("SYNC103", 17)}
 
 
+FLAGGED = {
+    "checks.py": """
+        import torch
+
+
+        def scale(x, strict: bool = False):
+            if strict:
+                if torch.ones(1, device="cuda").isnan().any():
+                    raise ValueError("nan")
+            return x * 2
+
+
+        def report(x, verbose):
+            if verbose and x is not None:
+                print(torch.ones(1, device="cuda").sum().item())
+            return x
+    """,
+    "train.py": """
+        import torch
+
+        from app.checks import report, scale
+
+
+        def train(loader, verbose):
+            for b in loader:
+                a = scale(b)
+                c = scale(b, strict=True)
+                d = scale(b, False)
+                e = report(b, verbose)
+                f = report(b, 0)
+    """,
+}
+
+
+def test_a_helper_that_syncs_on_one_branch_is_as_sure_as_that_branch_at_each_call(tmp_path):
+    make_package(tmp_path, FLAGGED)
+    _, findings = run_json("check", "--min-confidence", "low", ".", cwd=tmp_path)
+    calls = [(f["location"]["row"], f["confidence"], f["because"]) for f in by_code(findings, "SYNC112")]
+    # `scale(b)` and `scale(b, False)` leave the branch off, `report(b, 0)` turns it off: no wait.
+    assert calls == [
+        (9, "high", "SYNC101 at app/checks.py:6"),
+        (11, "medium", "SYNC107 at app/checks.py:13; only when `verbose` is true in report()"),
+    ]
+
+
 def test_a_silenced_sync_does_not_travel_to_callers(tmp_path):
     files = dict(CHAIN)
     files["helpers.py"] = files["helpers.py"].replace(".item())", ".item())  # noqa: SYNC107")

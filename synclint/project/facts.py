@@ -48,10 +48,16 @@ class SyncSite:
     # (what a project function returns) and `param:x` (what callers pass its function's parameter
     # x). The index makes the site as sure as the surest of them it solves to a GPU tensor.
     depends: tuple[str, ...] = ()
+    # The parameter of its function whose truth the `if` around it tests (`if strict:`), when it
+    # syncs only on that branch: its name, its position among the positional parameters (None:
+    # keyword-only), and whether a call that leaves it out leaves the branch off (a false default).
+    flag: str | None = None
+    flag_position: int | None = None
+    flag_off_by_default: bool = False
 
-    def rank(self) -> tuple[int, int]:
-        """Sorts the surest site first, and the first in the file among equals."""
-        return -self.confidence, self.row
+    def rank(self) -> tuple[int, bool, int]:
+        """Sorts the surest site first, then one that syncs whatever its flags, then the first in the file."""
+        return -self.confidence, self.flag is not None, self.row
 
 
 @pickled_by_fields

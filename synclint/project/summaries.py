@@ -284,8 +284,9 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
         # A sync that fills a cache runs the first time only: no per-step cost to callers.
         confidence = Confidence.LOW if once is not None else report.confidence
         came_from = depends.of(scope, report.node) if once is None and confidence < Confidence.HIGH else ()
+        flag = _flag_guard(scope, report.node) if isinstance(scope, cst.FunctionDef) else None
         found.setdefault(owner, []).append(
-            SyncSite(rule.code, one_line(code, 60), relpath, row, confidence, once, came_from))
+            SyncSite(rule.code, one_line(code, 60), relpath, row, confidence, once, came_from, *(flag or (None, None, False))))
     for owner, sites in found.items():
         func = summary.functions[owner]
         known = [site for site in (func.sync, *func.syncs_if) if site is not None]
@@ -332,6 +333,40 @@ def _memoizing_guard(module: cst.Module, func: cst.FunctionDef, node: cst.CSTNod
             if cached is not None and cached in kept and not (per_object and cached.startswith("self.")):
                 return module.code_for_node(guard.test)
     return None
+
+
+def _flag_guard(func: cst.FunctionDef, node: cst.CSTNode) -> tuple[str, int | None, bool] | None:
+    """The parameter of `func` that the innermost `if` holding `node` in its body tests for truth
+    (`if strict:`, `if validate and x.numel():`), with its position among the parameters a call
+    fills by position (None: keyword-only) and whether its default is false (`strict=False`)."""
+    innermost: list[cst.If] = []
+
+    def search(parent: cst.CSTNode) -> bool:
+        for child in parent.children:
+            if child is node or search(child):
+                if isinstance(parent, cst.If) and child is parent.body and not innermost:
+                    innermost.append(parent)
+                return True
+        return False
+
+    search(func.body)
+    if not innermost:
+        return None
+    names = [part.value for part in _conjuncts(innermost[0].test) if isinstance(part, cst.Name)]
+    positional = [p for p in (*func.params.posonly_params, *func.params.params) if p.name.value not in ("self", "cls")]
+    for index, param in enumerate((*positional, *func.params.kwonly_params)):
+        if param.name.value in names:
+            default = param.default
+            off = isinstance(default, cst.Name) and default.value in ("False", "None") or (
+                isinstance(default, cst.Integer) and default.evaluated_value == 0)
+            return param.name.value, index if index < len(positional) else None, off
+    return None
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
 
 
 def _disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
