@@ -131,6 +131,9 @@ ACTIVATION_NAMES = frozenset(
 )
 
 
+# Names that say a tensor is a loss (`loss`, `critic_loss`, `loss_kl`): computed from a model's output, so on the
+# model's device, the GPU in ordinary GPU use.
+LOSS_NAME = re.compile(r"(?:^|_)loss(?:es)?(?:$|_)")
 WEIGHT_LOADER = re.compile(r"load\w*weight|weight\w*load")
 # The model's parameter a weight loader fills (`param`, `param_data`, `weight_param`).
 PARAMETER_NAME = re.compile(r"(?:\w*_)?param(?:eter)?(?:_data)?$")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from synclint.devices.conventions import (
+    LOSS_NAME,
     MOVES_TO_DEVICE,
     VERB_NAME,
     classify_buffer_field,
@@ -171,8 +172,8 @@ class Evaluator(Placement):
             if is_host_guess(known):
                 used = self._used_as_tensor(name)  # what only a tensor can do beats a guess
                 if used is not None:
-                    return used
-            return known
+                    return _as_a_loss(name, used)
+            return _as_a_loss(name, known)
         if known is None:
             if name in self.symbols.imports.aliases or name in self.symbols.functions or name in self.symbols.classes:
                 return HOST
@@ -192,7 +193,7 @@ class Evaluator(Placement):
             # (a parameter named `batch` is as often a host-side batch object)
             return Where(Place.HOST, Confidence.HIGH, element=self.model_tensor(f"{name} is a batch of a data loader"))
         used = self._used_as_tensor(name)
-        return used if used is not None else UNKNOWN
+        return _as_a_loss(name, used) if used is not None else UNKNOWN
 
     def _used_as_tensor(self, name: str) -> Where | None:
         """A tensor, when the code uses `name` as only a tensor can be used (`loss.backward()`, `x.grad`)."""
@@ -734,3 +735,10 @@ class Evaluator(Placement):
 
 # Methods that only a dict has (a list, a string or an array has none of them).
 DICT_ONLY_METHODS = frozenset("popitem items values keys setdefault".split())
+
+
+def _as_a_loss(name: str, where: Where) -> Where:
+    """A tensor of unknown device named as a loss is on the model's device (`conventions.LOSS_NAME`): medium."""
+    if where.on_device and where.confidence is Confidence.LOW and LOSS_NAME.search(name):
+        return replace(where, confidence=Confidence.MEDIUM, because=f"{name} is a loss by its name ({where.because})")
+    return where
