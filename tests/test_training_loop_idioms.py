@@ -287,3 +287,37 @@ def test_a_batch_of_a_torch_data_loader_is_host_data_copied_to_the_gpu(tmp_path)
         ("SYNC102", 13, 19, "medium"),
         ("SYNC107", 16, 25, "medium"),  # `loss.item()`; `x.sum().item()` on the host batch is no wait
     ]
+
+
+LOSSES_BY_NAME = """
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+
+    def update(critic, batches, gamma: float):
+        critic_losses, td_errors = [], []
+        for obs, target in batches:
+            q = torch.cat([critic(obs)], dim=1)
+            critic_loss = F.mse_loss(q, target)
+            critic_losses.append(critic_loss.item())
+            spread = q.std()
+            td_errors.append(spread.item())
+            host_loss = np.mean(np.abs(np.asarray(target)))
+            print(host_loss.item())
+        return critic_losses, td_errors
+"""
+
+
+def test_a_tensor_named_as_a_loss_is_on_the_models_device(tmp_path):
+    # `critic_loss` and `spread` are tensors of unknown device (this file moves nothing to the GPU):
+    # the loss by its name is medium, the other stays low; numpy's `host_loss` is no tensor at all.
+    assert found(tmp_path, LOSSES_BY_NAME) == [("SYNC107", 11, 30, "medium")]
+    assert "critic_loss is a loss by its name" in " ".join(messages_because(tmp_path, LOSSES_BY_NAME))
+
+
+def messages_because(tmp_path, code: str) -> list[str]:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    _, findings = run_json("check", "--no-cache", str(script), cwd=tmp_path)
+    return [f["because"] for f in findings]
