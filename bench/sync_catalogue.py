@@ -41,11 +41,36 @@ def inputs() -> dict[str, Any]:
         "gpu_0dim": torch.tensor(2.0, device=CUDA),
         "pinned": torch.empty(4096).pin_memory(),
         "pageable": torch.empty(4096),
+        "coo": (torch.rand(64, 64, device=CUDA) > 0.9).float().to_sparse(),
+        "normal": torch.distributions.Normal(torch.zeros(4096, device=CUDA), torch.ones(4096, device=CUDA)),
+        **optimizers(),
         "host_mask": torch.rand(64, 64) > 0.5,
         "host_pos": torch.zeros(64, 64),
     }
     torch.cuda.synchronize()
     return env
+
+
+def optimizers() -> dict[str, Any]:
+    """Optimizers over a small model's parameters on the GPU, with gradients, each stepped once already
+    (the first step allocates its state)."""
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256)).to(CUDA)
+    params = list(model.parameters())
+    scaler = torch.amp.GradScaler("cuda")
+    scaler.scale(model(torch.randn(32, 256, device=CUDA)).sum()).backward()  # (gradients scaled: fine for timing)
+    made = {
+        "params": params,
+        "adam": torch.optim.Adam(params, lr=1e-3),
+        "adamw": torch.optim.AdamW(params, lr=1e-3),
+        "adamw_fused": torch.optim.AdamW(params, lr=1e-3, fused=True),
+        "sgd": torch.optim.SGD(params, lr=1e-3, momentum=0.9),
+    }
+    for name in ("adam", "adamw", "adamw_fused", "sgd"):
+        made[name].step()
+    made["scaler"] = scaler
+    made["scaler"].step(made["adam"])
+    made["scaler"].update()
+    return made
 
 
 def deterministic(op: Callable[[], Any]) -> Any:
@@ -107,6 +132,22 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], Any]]] = [
     ("torch.tensor([n, 1]) (list of 0-d GPU)", "H2D", lambda e: torch.tensor([e["n"], 1])),
     ("torch.stack([n, n]) (control)", "control", lambda e: torch.stack([e["n"], e["n"]])),
     ("create_block_mask(..., Q_LEN=n)", "0-d size", _block_mask),
+    ("host[n] (a host tensor indexed by a 0-d GPU tensor)", "index", lambda e: e["host_pos"][e["n"]]),
+    ("host_1d[gpu_idx] (a host tensor, a GPU index tensor)", "index", lambda e: e["pageable"][e["lengths"]]),
+    ("torch.eye(64).type_as(gpu)", "H2D", lambda e: torch.eye(64).type_as(e["x2d"])),
+    ("x2d.to_sparse() (dense GPU)", "data-dependent shape", lambda e: e["x2d"].to_sparse()),
+    ("x2d.to_sparse_csr() (dense GPU)", "data-dependent shape", lambda e: e["x2d"].to_sparse_csr()),
+    ("coo.to_sparse_csr() (sparse GPU)", "data-dependent shape", lambda e: e["coo"].to_sparse_csr()),
+    ("coo.coalesce() (sparse GPU)", "data-dependent shape", lambda e: e["coo"].coalesce()),
+    ("Normal(mu, sd) (validate_args default)", "sampling", lambda e: torch.distributions.Normal(e["x"], e["x"].abs() + 1)),
+    ("normal.log_prob(x) (validate_args default)", "sampling", lambda e: e["normal"].log_prob(e["x"])),
+    ("Adam.step() (defaults)", "optimizer", lambda e: e["adam"].step()),
+    ("AdamW.step() (defaults)", "optimizer", lambda e: e["adamw"].step()),
+    ("AdamW.step() (fused=True)", "optimizer", lambda e: e["adamw_fused"].step()),
+    ("SGD(momentum=0.9).step()", "optimizer", lambda e: e["sgd"].step()),
+    ("clip_grad_norm_ then Adam.step()", "optimizer", lambda e: (torch.nn.utils.clip_grad_norm_(e["params"], 1.0), e["adam"].step())),
+    ("GradScaler.step(opt) + update()", "optimizer", lambda e: (e["scaler"].step(e["adam"]), e["scaler"].update())),
+    ("x[mask] -= 1.0 (augmented masked write)", "masked write", lambda e: e["x"].__setitem__(e["mask"], e["x"][e["mask"]] - 1.0)),
 ]
 
 

@@ -36,13 +36,14 @@ class BlockingHostToDevice(Rule):
     code = "SYNC102"
     name = "blocking-host-to-device"
     summary = "A host tensor is copied to the GPU without non_blocking=True, so the host waits for the GPU"
-    prefilter = (".to(", ".cuda(", ".copy_(")
+    prefilter = (".to(", ".cuda(", ".copy_(", ".type_as(")
     docs = """
     ## What it does
     Flags copies of host tensors to the GPU that make the host wait: `x.to(device)`,
     `x.cuda()` and `gpu_dst.copy_(x)` without `non_blocking=True` (or with
     `non_blocking=False`), where `x` is a host tensor (a `torch.arange(n)` built without
-    `device=`, a `torch.from_numpy(a)`, a `*_cpu` buffer). At medium confidence, it also flags
+    `device=`, a `torch.from_numpy(a)`, a `*_cpu` buffer), and `x.type_as(gpu)`, which copies
+    `x` to the other tensor's device (no fix: it takes no `non_blocking`). At medium confidence, it also flags
     moving a tensor of unknown device to the GPU: a parameter annotated `torch.Tensor` (Gemma4's
     `is_multimodal`), or the result of a function of the same module known only by its
     `-> torch.Tensor`. At low confidence: an argument of `forward` (an activation, usually on
@@ -167,17 +168,25 @@ class BlockingHostToDevice(Rule):
             config={"min-confidence": "low"},
             confidence=Confidence.LOW,
         ),
+        # `x.type_as(gpu)` moves a host tensor to the other's device: blocking, and it takes no `non_blocking`.
+        Invalid(
+            "import torch\n\ndef orthogonality(k: int):\n    ss = torch.rand(k, k, device='cuda')\n"
+            "    return ss - torch.eye(k).type_as(ss)\n",
+            confidence=Confidence.HIGH,
+        ),
     ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
 
     def visit_Call(self, node: cst.Call) -> None:
-        attr = method_call(node, "to", "cuda", "copy_")
+        attr = method_call(node, "to", "cuda", "copy_", "type_as")
         if attr is None or any(arg.star for arg in node.args):
             return
         if attr.attr.value == "copy_":
             self._check_copy_into(node, attr.value)
+        elif attr.attr.value == "type_as":
+            self._check_type_as(node, attr.value)
         else:
             self._check_move(node, attr)
 
@@ -213,6 +222,23 @@ class BlockingHostToDevice(Rule):
             or (origin.place is Place.UNKNOWN and target.confidence >= Confidence.HIGH)
         ):
             self._check_copy(call, source, target)
+
+    def _check_type_as(self, call: cst.Call, source: cst.BaseExpression) -> None:
+        """`host.type_as(gpu)`: the host tensor is copied to the other tensor's device, and the copy
+        blocks (measured on an H200: `torch.eye(64).type_as(gpu)` returned after the queued work)."""
+        if len(call.args) != 1 or call.args[0].keyword is not None:
+            return
+        origin, target = self.where(source), self.where(call.args[0].value)
+        if origin.place is not Place.HOST_TENSOR or not target.on_device:
+            return
+        other = one_line(self.code_of(call.args[0].value), 40)
+        because = "; ".join(part for part in (origin.because, target.because) if part)
+        self.report_where(
+            call.func.attr if isinstance(call.func, cst.Attribute) else call,
+            f"`{one_line(self.code_of(call))}` copies a host tensor to the GPU of `{other}`, a blocking copy; "
+            f"make it there (`device={other}.device, dtype={other}.dtype`)",
+            Where(Place.DEVICE, min(origin.confidence, target.confidence), because),
+        )
 
     def _check_copy(self, call: cst.Call, source: cst.BaseExpression, target: Where) -> None:
         flag = keyword_arg(call, "non_blocking")

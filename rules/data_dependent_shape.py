@@ -25,8 +25,12 @@ ALTERNATIVES = {
     "histc": "passing both `min=` and `max=` does not wait",
     "repeat_interleave": "passing `output_size=` (the sum of the repeats) does not wait",
     "one_hot": "passing `num_classes=` does not wait",
+    **dict.fromkeys(("to_sparse", "to_sparse_csr", "to_sparse_csc"),
+                    "the host counts the non-zeros of a dense tensor: build the sparse tensor from indices the host knows"),
 }
 TENSOR_METHODS = frozenset(ALTERNATIVES) - {"where", "one_hot"}
+# Conversions to a sparse layout: a dense tensor's wait (measured), a sparse one's not; the layout is not known here.
+SPARSE_CONVERSIONS = frozenset(("to_sparse", "to_sparse_csr", "to_sparse_csc"))
 # Names under which code keeps the size that the sync-free variant needs.
 SIZE_NAMES = {
     "repeat_interleave": (
@@ -51,7 +55,9 @@ class DataDependentShape(Rule):
     `x[mask]` where `mask` is a GPU comparison), `unique`, `unique_consecutive`, the
     one-argument `torch.where(cond)`, `repeat_interleave` with tensor repeats and no
     `output_size=`, `bincount`, `histc` without `min=` and `max=`, and `F.one_hot` without
-    `num_classes=`, as torch functions and as tensor methods.
+    `num_classes=`, as torch functions and as tensor methods; and the conversions of a dense
+    tensor to a sparse layout (`to_sparse()`, `to_sparse_csr()`, `to_sparse_csc()`), at medium
+    confidence at most: converting a tensor that is already sparse does not wait.
 
     Not flagged: the sync-free variants (`torch.nonzero_static`, `torch.count_nonzero`, the
     3-argument `torch.where`, `histc(..., min=, max=)`, `one_hot(x, num_classes=n)`,
@@ -150,6 +156,12 @@ class DataDependentShape(Rule):
             "import torch\nfrom torch.nn.functional import one_hot\n\ndef f(input_ids: torch.Tensor, num_classes: int):\n"
             "    return one_hot(\n        input_ids,\n        -1,\n    )\n",
         ),
+        Invalid(
+            "import torch\nadj = torch.rand(64, 64, device='cuda') > 0.9\ncsr = adj.float().to_sparse_csr()\n"
+            "coo = adj.float().to_sparse()\n",
+            count=2,
+            confidence=Confidence.MEDIUM,
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -208,6 +220,8 @@ class DataDependentShape(Rule):
                 message += f"; {ALTERNATIVES[op]} (no such size in scope to fix it automatically)"
         else:
             message += f"; {ALTERNATIVES[op]}"
+        if op in SPARSE_CONVERSIONS:
+            where = where.weaker(Confidence.MEDIUM)
         self.report_where(call, message, where, fix=fix)
 
     def _size_argument(self, call: cst.Call, op: str) -> cst.BaseExpression | None:

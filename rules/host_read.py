@@ -9,8 +9,15 @@ from synclint.devices.lattice import Place, Where
 from synclint.model import Confidence
 from synclint.patterns import BoolTensors, bool_operands, one_line, tensor_phrase
 from synclint.rule import Invalid, Rule, Valid
-from synclint.sizes import (
+from synclint.host_reads import (
+    AGGREGATION_METRICS,
+    FORMAT_BUILTINS,
+    LOGGING_CALLS,
     NUMBER_ARGUMENTS,
+    NUMBER_BUILTINS,
+    NUMPY_ARRAY_BUILDERS,
+    SAVE_CALLS,
+    SCALER_READS,
     NUMBER_METHODS,
     SIZE_FIRST_ONLY,
     SIZE_METHODS,
@@ -20,29 +27,7 @@ from synclint.sizes import (
 )
 from synclint.syntax import keyword_arg, may_be_true, method_call, parameter
 
-# Functions that write tensors to a file, copying GPU tensors to the host first.
-SAVE_CALLS = frozenset({"torch.save", "safetensors.torch.save_file", "safetensors.torch.save"})
-# Loggers' methods that take metric values (wandb, TensorBoard, accelerate's and other trackers).
 MODULE_TENSORS = "the tensors of nn.Module"  # how a module's state is explained
-LOGGING_CALLS = frozenset("log log_dict log_metrics add_scalar add_scalars".split())
-# torchmetrics' aggregation metrics, whose `update` checks its input for NaN on the host.
-AGGREGATION_METRICS = frozenset(
-    "MeanMetric SumMetric MaxMetric MinMetric CatMetric RunningMean RunningSum".split()
-)
-# What GradScaler's methods read from the GPU with `.item()`.
-SCALER_READS = {
-    "step": "reads whether the gradients overflowed (found_inf) on the host",
-    "get_scale": "reads its scale tensor with .item()",
-    "state_dict": "reads its scale and growth tracker with .item()",
-}
-# Builtins that turn a tensor into a Python number (`bool(t)` is SYNC101's).
-NUMBER_BUILTINS = ("int", "float", "complex")
-# Builtins that format a tensor's values as text.
-FORMAT_BUILTINS = ("print", "repr", "str")
-# numpy calls that build an array usable as an index (numpy's scalar results are not).
-NUMPY_ARRAY_BUILDERS = frozenset(
-    "array asarray arange nonzero flatnonzero where concatenate stack argsort sort unique cumsum repeat".split()
-)
 SEQUENCE_ANNOTATIONS = ("list", "List", "Sequence", "MutableSequence", "ndarray", "NDArray")
 ARANGE_BOUNDS = ("start", "end", "step")
 
@@ -156,7 +141,8 @@ class HostRead(Rule):
     `str(t)`, `t.type(torch.FloatTensor)` (a CPU type), the builtins `max`/`min` over GPU
     tensors, `x in t`, indexing a GPU tensor with a Python list, a numpy array or a CPU tensor
     (`x[[1, 2, 3]]`, `x[cpu_idx]`, and `x[cpu_idx] = values`), slicing by a GPU scalar
-    (`x[:t]`), and a GPU scalar used as a Python number: `range(t)`, `torch.arange(t)`,
+    (`x[:t]`), a host tensor indexed by a GPU tensor (`host[t]`, `host[gpu_mask]`), and a GPU
+    scalar used as a Python number: `range(t)`, `torch.arange(t)`,
     `torch.zeros(t)`, `x.repeat(t)`, `x.view(-1, t)`, `x.narrow(0, t, n)`, `torch.randint(0, t, ...)`,
     `x.topk(t)`, `F.pad(x, (0, t))`, flex attention's `create_block_mask(..., Q_LEN=t)`. A copy into
     a host buffer is reported when its source is proven on the GPU or is what a model returned.
@@ -302,6 +288,12 @@ class HostRead(Rule):
         Invalid(CHECKPOINT_EVERY_STEP, count=1, confidence=Confidence.MEDIUM),
         Invalid(TENSORBOARD, count=1, confidence=Confidence.MEDIUM),
         Invalid(EVAL_INTO_HOST_TENSOR, count=1, confidence=Confidence.MEDIUM),
+        # A schedule kept on the host, read at a step that lives on the GPU.
+        Invalid(
+            "import torch\nalphas_cumprod = torch.cumprod(torch.linspace(0.9, 0.1, 1000), dim=0)\n"
+            "timesteps = torch.arange(999, -1, -1, device='cuda')\nfor t in timesteps:\n    a = alphas_cumprod[t]\n",
+            confidence=Confidence.HIGH,
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -653,6 +645,9 @@ class HostRead(Rule):
             if written is None or not self.where(written).is_tensor:
                 return
         indexed = self.where(node.value)
+        if indexed.place is Place.HOST_TENSOR:
+            self._check_host_tensor_index(node)
+            return
         if not (indexed.on_device or indexed.place is Place.UNKNOWN):
             return
         for element in node.slice:
@@ -673,6 +668,21 @@ class HostRead(Rule):
                 indexed,
             )
             return
+
+    def _check_host_tensor_index(self, node: cst.Subscript) -> None:
+        """`alphas_cumprod[t]` with `alphas_cumprod` a host tensor and `t` a GPU tensor: a host tensor takes a
+        GPU index only as a 0-d tensor or a mask, and reads it on the host (measured: waits; any other GPU
+        index raises)."""
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and (where := self.where(index.value)).on_device:
+                self.report_where(
+                    node,
+                    f"`{one_line(self.code_of(node))}` indexes a host tensor with the GPU tensor "
+                    f"`{one_line(self.code_of(index.value))}`, which the host reads first; the host waits for the GPU",
+                    where,
+                )
+                return
 
     def _indexed_by_a_tensor(self, value: cst.BaseExpression) -> Where:
         in_module = self.function is not None and self.is_module_class(self.class_of(self.function))

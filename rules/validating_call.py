@@ -34,6 +34,8 @@ CHECKED_SOLVERS = {
 }
 # Tensor methods that run the same checked kernels.
 CHECKED_METHODS = {"inverse": "torch.linalg.inv", "cholesky": "torch.linalg.cholesky"}
+# A validating distribution's methods that check their value against its support (measured: `log_prob` waits).
+CHECKED_SAMPLES = ("log_prob", "cdf", "icdf")
 COMPARISONS = frozenset({"torch.equal", "torch.allclose"})
 CLIP_GRAD_NORM = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_"})
 # Submodules of torch.distributions that hold no Distribution classes.
@@ -57,7 +59,8 @@ class ValidatingCall(Rule):
     Flags calls on CUDA tensors that copy a result to the host to validate it or to return a
     Python bool: `torch.linalg.inv`, `torch.linalg.cholesky`, `torch.linalg.solve`,
     `torch.inverse`, `torch.cholesky` (and `A.inverse()`, `A.cholesky()`), the constructors of
-    `torch.distributions` with the default `validate_args`, `clip_grad_norm_(...,
+    `torch.distributions` with the default `validate_args` and `log_prob`/`cdf`/`icdf` of such a
+    distribution made in the same function or kept in `self`, `clip_grad_norm_(...,
     error_if_nonfinite=True)`, `torch.equal` and `torch.allclose`, and `torch.isin` with a test
     set that is not a short literal.
 
@@ -177,6 +180,15 @@ class ValidatingCall(Rule):
             "    test = torch.tensor(ids, device=elements.device)\n    return torch.isin(elements, test)\n",
             config={"min-confidence": "low"},
             confidence=Confidence.LOW,
+        ),
+        # A policy's distribution, kept in `self` and scored every step.
+        Invalid(
+            "import torch\nfrom torch.distributions import Normal\n\n\nclass Gaussian:\n"
+            "    def proba_distribution(self, mean: torch.Tensor, std: torch.Tensor):\n"
+            "        self.distribution = Normal(mean, std, validate_args=False)\n        self.raw = Normal(mean, std)\n\n"
+            "    def log_prob(self, actions: torch.Tensor):\n        a = torch.ones(3, device='cuda')\n"
+            "        return self.distribution.log_prob(a) + self.raw.log_prob(a)\n",
+            confidence=Confidence.HIGH,
         ),
     ]
 
@@ -322,11 +334,15 @@ class ValidatingCall(Rule):
         )
         self.report_where(node, message, where)
 
-    def _check_distribution(self, node: cst.Call) -> None:
+    def _validates(self, node: cst.Call) -> bool:
+        """Whether a distribution made by `node` validates its arguments and samples (the default)."""
         flag = keyword_arg(node, "validate_args")
         if flag is not None and not (isinstance(flag, cst.Name) and flag.value in ("True", "None")):
-            return  # False, or an expression we cannot read
-        if self._module_turns_validation_off():
+            return False  # False, or an expression we cannot read
+        return not self._module_turns_validation_off()
+
+    def _check_distribution(self, node: cst.Call) -> None:
+        if not self._validates(node):
             return
         where = self._tensor_operands([a.value for a in node.args if a.keyword is None or a.keyword.value != "validate_args"])
         if not where.on_device:
@@ -347,10 +363,13 @@ class ValidatingCall(Rule):
     # ---- tensor methods -----------------------------------------------------------
 
     def _check_method(self, node: cst.Call) -> None:
-        func = method_call(node, *CHECKED_METHODS, "equal", "allclose")
+        func = method_call(node, *CHECKED_METHODS, *CHECKED_SAMPLES, "equal", "allclose")
         if func is None:
             return
         method = func.attr.value
+        if method in CHECKED_SAMPLES:
+            self._check_sample(node, func.value)
+            return
         if method in ("equal", "allclose"):
             if node.args:
                 self._check_comparison(node, [func.value, node.args[0].value])
@@ -360,6 +379,29 @@ class ValidatingCall(Rule):
         where = self.where(func.value)
         if where.on_device:
             self.report_where(node, self._solver_message(node, CHECKED_SOLVERS[CHECKED_METHODS[method]]), where)
+
+    def _check_sample(self, node: cst.Call, receiver: cst.BaseExpression) -> None:
+        """`dist.log_prob(x)` of a distribution made in this function or in this class's `self` by a
+        validating constructor: the sample is checked against the support on the host."""
+        if isinstance(receiver, cst.Name):
+            made = self.assignments().get(receiver.value, [])
+        elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+            cls = self.self_class()
+            made = list(self.attribute_assignments(cls).get(receiver.attr.value, [])) if cls is not None else []
+        else:
+            return
+        constructors = [value for value in made if isinstance(value, cst.Call)
+                        and _is_distribution(self.qualname(value.func) or "")]
+        if not constructors or len(constructors) != len(made) or not all(self._validates(c) for c in constructors):
+            return
+        where = self._tensor_operands(positional_args(node)[:1])
+        if where.on_device:
+            self.report_where(
+                node,
+                f"`{one_line(self.code_of(node))}` checks the sample against the distribution's support on the host "
+                "(`validate_args` is on by default), so the host waits for the GPU; build it with `validate_args=False`",
+                where,
+            )
 
     def _tensor_operands(self, operands: list[cst.BaseExpression]) -> Where:
         return combine([self.where(operand) for operand in operands])

@@ -1,7 +1,7 @@
-"""Which arguments of torch calls the host needs as Python ints (sizes, bounds, counts).
+"""Calls of torch and of other libraries that read GPU values on the host (SYNC107's tables).
 
-A GPU scalar given there is read on the host through `__index__`, and the host waits for the GPU
-(measured on an H200 with 20 ms of work queued: `torch.arange(t)`, `torch.zeros(t)`, `x.view(t, -1)`,
+The arguments torch needs as Python ints (sizes, bounds, counts): a GPU scalar given there is read
+on the host through `__index__`, and the host waits for the GPU (measured on an H200 with 20 ms of work queued: `torch.arange(t)`, `torch.zeros(t)`, `x.view(t, -1)`,
 `torch.randint(0, t, ...)`, `x.topk(t)`, `F.pad(x, (0, t))`, `create_block_mask(..., Q_LEN=t)` each
 returned after the queue drained: `bench/sync_catalogue.py`).
 """
@@ -12,6 +12,28 @@ import libcst as cst
 
 from synclint.syntax import keyword_arg
 
+# Functions that write tensors to a file, copying GPU tensors to the host first.
+SAVE_CALLS = frozenset({"torch.save", "safetensors.torch.save_file", "safetensors.torch.save"})
+# Loggers' methods that take metric values (wandb, TensorBoard, accelerate's and other trackers).
+LOGGING_CALLS = frozenset("log log_dict log_metrics add_scalar add_scalars".split())
+# torchmetrics' aggregation metrics, whose `update` checks its input for NaN on the host.
+AGGREGATION_METRICS = frozenset(
+    "MeanMetric SumMetric MaxMetric MinMetric CatMetric RunningMean RunningSum".split()
+)
+# What GradScaler's methods read from the GPU with `.item()`.
+SCALER_READS = {
+    "step": "reads whether the gradients overflowed (found_inf) on the host",
+    "get_scale": "reads its scale tensor with .item()",
+    "state_dict": "reads its scale and growth tracker with .item()",
+}
+# Builtins that turn a tensor into a Python number (`bool(t)` is SYNC101's).
+NUMBER_BUILTINS = ("int", "float", "complex")
+# Builtins that format a tensor's values as text.
+FORMAT_BUILTINS = ("print", "repr", "str")
+# numpy calls that build an array usable as an index (numpy's scalar results are not).
+NUMPY_ARRAY_BUILDERS = frozenset(
+    "array asarray arange nonzero flatnonzero where concatenate stack argsort sort unique cumsum repeat".split()
+)
 # Calls whose arguments are sizes: a GPU scalar there is read on the host through `__index__`.
 SIZE_METHODS = frozenset("repeat view reshape expand narrow new_zeros new_ones new_empty new_full".split())
 SIZED_FACTORIES = frozenset("torch.zeros torch.ones torch.empty torch.full torch.rand torch.randn".split())
