@@ -24,12 +24,8 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from synclint.config import Settings
 from synclint.cst_internals import code_at_indent, parse_module_unvalidated, positions_in
 from synclint.devices.conventions import (
-    EPOCH_FUNCTIONS,
     HOST_SIDE_CLASS,
-    INIT_FUNCTIONS,
-    PERIODIC_GUARD,
     STEP_FUNCTIONS,
-    WEIGHT_LOADER,
     NameConventions,
     is_host_code_path,
     is_test_path,
@@ -49,7 +45,17 @@ from synclint.project.index import ProjectIndex
 from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
 from synclint.rule import Replacement, Report, Rule, Site
 from synclint.source import DecodeProblem, SourceText, decode, too_complex
-from synclint.syntax import Scope, code_text, dotted_name, interval_of, self_attribute_assignments, statements
+from synclint.frequency import (
+    EXCEPT_BLOCK,
+    MAIN_BLOCK,
+    first_time_only,
+    in_epoch_function,
+    interval_phrase,
+    is_main_guard,
+    named_to_run_once,
+    periodic_guard,
+)
+from synclint.syntax import Scope, dotted_name, is_dataclass, is_property, memoizes, self_attribute_assignments, statements
 from synclint.traversal import TRIVIA_NAMES, walk
 
 PARSE_ERROR = ("SYNC000", "parse-error")
@@ -156,10 +162,9 @@ class FileContext:
         names = [s.name.value for s in self.scopes if isinstance(s, cst.FunctionDef)]
         if self.in_test_file or any(n.startswith("test") for n in names):
             return "test"
-        if any(fnmatch.fnmatchcase(n, pat) for n in names for pat in INIT_FUNCTIONS) or any(
-                WEIGHT_LOADER.search(n) for n in names) or self.once_reason() is not None:
+        if named_to_run_once(names) or self.once_reason() is not None:
             return "init"  # set-up code, weight loading included, a `__main__` block, an error path: it runs once
-        if self.intervals[-1] or self._in_epoch_function():
+        if self.intervals[-1] or in_epoch_function(self.scopes[-1]):
             return "interval"
         if self.loop_depth[-1] > 0:
             return "loop"
@@ -169,24 +174,20 @@ class FileContext:
 
     def once_reason(self) -> str | None:
         """Why the code here runs once although its function may run often: it sits in a `__main__`
-        block outside any loop of it, or in an `except` block (None when neither)."""
+        block outside any loop of it, in an `except` block, or in a memoizing `if` (None when none)."""
         for reason, loops in self.once[-1]:
             if loops is None or loops == self.loop_depth[-1]:
                 return reason
         return None
 
-    def _in_epoch_function(self) -> bool:
+    def per_object(self) -> bool:
+        """Whether what the current method keeps in `self` is kept per object made per step, not once: a
+        dataclass's method, or a property of a class that is no nn.Module (a metadata record)."""
         scope = self.scopes[-1]
-        return isinstance(scope, cst.FunctionDef) and any(
-            fnmatch.fnmatchcase(scope.name.value, pat) for pat in EPOCH_FUNCTIONS)
-
-    def interval_phrase(self) -> str | None:
-        """How often the code here runs, when an `if` or its function says once every so many steps."""
-        if self.intervals[-1]:
-            period = interval_of(self.intervals[-1][-1].test, PERIODIC_GUARD)
-            text = code_text(cast(cst.BaseExpression, period), 40)
-            return f"only when `{text}` holds" if isinstance(period, cst.Call) else f"once every `{text}` steps"
-        return "once per epoch" if self._in_epoch_function() else None
+        if not isinstance(scope, cst.FunctionDef):
+            return False
+        cls = self.devices.symbols.class_of(scope)
+        return is_dataclass(cls) or (is_property(scope) and not self.devices.symbols.is_module_class(cls))
 
     def may_repeat(self) -> bool:
         """Whether code here may run many times: in a loop or in a per-step method (a cheap
@@ -208,7 +209,8 @@ class FileContext:
         """Where the walk is now (for a report made now or after the walk)."""
         stmt = self.statements[-1] if self.statements else None
         return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1],
-                    self.devices.platform_at(self.scopes[-1], stmt), self.interval_phrase(), self.once_reason())
+                    self.devices.platform_at(self.scopes[-1], stmt),
+                    interval_phrase(self.intervals[-1], self.scopes[-1]), self.once_reason())
 
     def accelerator(self, scope: Scope) -> str | None:
         """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path or
@@ -290,19 +292,7 @@ ERROR_PATHS: dict[type, tuple[str, ...]] = {
 # whether it runs once every so many steps, `interval_of`).
 ATTRIBUTE_HOOKS: dict[type, tuple[str, ...]] = {**LOOP_BODIES, **ERROR_PATHS, cst.If: ("body",),
                                                cst.ExceptHandler: ("body",), cst.ExceptStarHandler: ("body",)}
-# Why code in these blocks runs once (Site.once).
-MAIN_BLOCK = 'in an `if __name__ == "__main__":` block, which runs once'
-EXCEPT_BLOCK = "in an `except` block, which runs only when an error is caught"
 
-
-def is_main_guard(test: cst.BaseExpression) -> bool:
-    """`__name__ == "__main__"`, either way round."""
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, cst.Equal)):
-        return False
-    sides = (test.left, test.comparisons[0].comparator)
-    return any(isinstance(side, cst.Name) and side.value == "__name__" for side in sides) and any(
-        isinstance(side, cst.SimpleString) and side.evaluated_value == "__main__" for side in sides)
 
 
 @functools.lru_cache(maxsize=None)
@@ -440,12 +430,14 @@ class BatchedVisitor(cst.CSTVisitor):
         if attribute in LOOP_BODIES.get(type(node), ()):
             self.ctx.loop_depth[-1] += 1
         elif type(node) is cst.If and attribute == "body":
-            if interval_of(node.test, PERIODIC_GUARD) is not None:
+            if periodic_guard(node.test) is not None:
                 self.ctx.intervals[-1] = (*self.ctx.intervals[-1], node)
             if _ends_in_raise(node.body):
                 self.ctx.allowed_depth += 1  # `if bad: <describe it>; raise ...`: on the way to an error
             if is_main_guard(node.test):
                 self.ctx.once[-1] = (*self.ctx.once[-1], (MAIN_BLOCK, self.ctx.loop_depth[-1]))
+            elif memoizes(self.ctx.module, node, self.ctx.per_object()):
+                self.ctx.once[-1] = (*self.ctx.once[-1], (first_time_only(node), None))
         elif type(node) in (cst.ExceptHandler, cst.ExceptStarHandler) and attribute == "body":
             self.ctx.once[-1] = (*self.ctx.once[-1], (EXCEPT_BLOCK, None))
         elif attribute in ERROR_PATHS.get(type(node), ()):
@@ -459,7 +451,7 @@ class BatchedVisitor(cst.CSTVisitor):
                 self.ctx.intervals[-1] = self.ctx.intervals[-1][:-1]
             if _ends_in_raise(original_node.body):
                 self.ctx.allowed_depth -= 1
-            if is_main_guard(original_node.test):
+            if is_main_guard(original_node.test) or memoizes(self.ctx.module, original_node, self.ctx.per_object()):
                 self.ctx.once[-1] = self.ctx.once[-1][:-1]
         elif type(original_node) in (cst.ExceptHandler, cst.ExceptStarHandler) and attribute == "body":
             self.ctx.once[-1] = self.ctx.once[-1][:-1]

@@ -428,3 +428,46 @@ def _modulo_period(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
         return expr.right
     return None
+
+
+def is_dataclass(cls: cst.ClassDef | None) -> bool:
+    """Whether a class is decorated as a dataclass (`@dataclass`, `@dataclasses.dataclass(frozen=True)`)."""
+    return cls is not None and any("dataclass" in (dotted_name(d.decorator if not isinstance(d.decorator, cst.Call)
+                                                              else d.decorator.func) or "") for d in cls.decorators)
+
+
+def memoizes(module: cst.Module, guard: cst.If, per_object: bool = False) -> bool:
+    """Whether `guard` computes a value once and keeps it, so that its body runs the first time only:
+    `if self._t is None: self._t = ...`, `if key not in cache: cache[key] = ...`, `if not hasattr(obj,
+    "x"): obj.x = ...`, `if not self._activated: ...; self._activated = True`. With `per_object` (a
+    dataclass: a record made per step), a value kept in `self` is not kept across steps."""
+    # (A local name is no cache: `if out is None: out = ...` runs on every call that passes no `out`.)
+    cached = [name for name in (_cached_by(module, part) for part in _disjuncts(guard.test))
+              if name is not None and ("." in name or name.endswith("[]")) and not (per_object and name.startswith("self."))]
+    return bool(cached) and not assigned_targets(guard.body).isdisjoint(cached)
+
+
+def _disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return [*_disjuncts(test.left), *_disjuncts(test.right)]
+    return [test]
+
+
+def _cached_by(module: cst.Module, test: cst.BaseExpression) -> str | None:
+    """What a memoizing test checks for: `x` in `x is None`, `cache` in `key not in cache`,
+    `obj.name` in `not hasattr(obj, "name")`, `self.done` in `not self.done`."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            return module.code_for_node(test.left)
+        if isinstance(target.operator, cst.NotIn):
+            return module.code_for_node(target.comparator) + "[]"
+    if (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(test.expression, cst.Call)
+            and isinstance(test.expression.func, cst.Name) and test.expression.func.value == "hasattr"
+            and len(test.expression.args) == 2 and isinstance(test.expression.args[1].value, cst.SimpleString)):
+        name = test.expression.args[1].value.evaluated_value
+        return f"{module.code_for_node(test.expression.args[0].value)}.{name}" if isinstance(name, str) else None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(
+            test.expression, (cst.Name, cst.Attribute)):
+        return module.code_for_node(test.expression)
+    return None

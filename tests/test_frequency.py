@@ -77,3 +77,38 @@ def test_each_finding_says_how_often_its_line_runs(tmp_path):
 def test_what_runs_once_is_dropped_with_its_context(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.synclint]\nignore-contexts = ["init"]\n', encoding="utf-8")
     assert [row for row, *_ in findings(tmp_path)] == [18, 19, 25, 36]
+
+
+FIRST_TIME = '''
+import torch
+
+
+class Warmup:
+    def step(self, model, batch):
+        out = model(batch.cuda(non_blocking=True))
+        if not self._activated:
+            print(out.sum().item())
+            self._activated = True
+        if self._table is None:
+            self._table = out.max().item()
+        return out.sum().item()
+
+
+def scale(x, out=None):
+    if out is None:
+        out = torch.ones(3, device="cuda").sum().item()
+    return x * out
+'''
+
+
+def test_a_block_that_keeps_what_it_computes_runs_the_first_time_only(tmp_path):
+    script = tmp_path / "warmup.py"
+    script.write_text(FIRST_TIME.lstrip("\n"), encoding="utf-8")
+    _, found = run_json("check", "--no-cache", "--min-confidence", "low", str(script), cwd=tmp_path)
+    assert sorted((f["location"]["row"], f["context"], f["confidence"]) for f in found) == [
+        (8, "init", "low"),  # under `if not self._activated:`, which sets it
+        (11, "init", "low"),  # under `if self._table is None:`, which fills it
+        (12, "step", "medium"),
+        (17, "code", "high"),  # `out` is a local: `if out is None:` runs on every call that passes none
+    ]
+    assert found[0]["because"].endswith("under `if not self._activated:`, whose block runs the first time only")

@@ -164,6 +164,7 @@ INIT_FUNCTIONS = ("__init__", "__post_init__", "load_weights", "load_model", "_i
                   "build_model", "create_weights", "process_weights_after_loading",
                   # checkpoints, export and teardown: once per run, or once in a long while
                   "save_checkpoint", "_save_checkpoint", "load_checkpoint", "_load_checkpoint", "save_pretrained",
+                  "state_dict", "load_state_dict", "_load_from_state_dict", "*_load_state_dict", "load_optim_state*",
                   "from_pretrained", "export", "export_*", "_export_*", "teardown*", "shutdown", "__del__",
                   "on_fit_start", "on_fit_end", "on_train_start", "on_train_end", "on_test_end", "on_predict_end")
 # Functions that run once per epoch: an interval, not every step.

@@ -20,7 +20,7 @@ from synclint.noqa import parse_noqa
 from synclint.patterns import one_line
 from synclint.project.facts import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite, short_name
 from synclint.project.index import resolve_in
-from synclint.syntax import assigned_targets, child_blocks, dotted_name, is_property, local_assignments, statements
+from synclint.syntax import child_blocks, dotted_name, is_dataclass, is_property, local_assignments, memoizes, statements
 
 _ATTRIBUTE_NAMES = re.compile(r"\.\s*([A-Za-z_]\w*)")
 MAX_DEPENDS = 8  # terms kept per value (SyncSite.depends): enough to name its sources, bounded
@@ -280,7 +280,7 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
         # A property that caches in `self` still syncs once per object: per step for metadata
         # objects; an nn.Module lives as long as the model, so its cached property syncs once.
         if isinstance(scope, cst.FunctionDef) and (not is_property(scope) or ctx.devices.symbols.is_module_class(cls)):
-            once = _memoizing_guard(ctx.module, scope, report.node, _is_dataclass(cls))
+            once = _memoizing_guard(ctx.module, scope, report.node, is_dataclass(cls))
         # A sync that fills a cache runs the first time only: no per-step cost to callers.
         confidence = Confidence.LOW if once is not None else report.confidence
         came_from = depends.of(scope, report.node) if once is None and confidence < Confidence.HIGH else ()
@@ -305,11 +305,6 @@ def _quoted_expression(message: str) -> str | None:
     return None
 
 
-def _is_dataclass(cls: cst.ClassDef | None) -> bool:
-    return cls is not None and any("dataclass" in (dotted_name(d.decorator if not isinstance(d.decorator, cst.Call)
-                                                              else d.decorator.func) or "") for d in cls.decorators)
-
-
 def _memoizing_guard(module: cst.Module, func: cst.FunctionDef, node: cst.CSTNode, per_object: bool) -> str | None:
     """The test of an `if` around `node` in `func` that computes a value once and keeps it:
     `if self._t is None: self._t = ...`, `if key not in cache: cache[key] = ...`,
@@ -327,11 +322,8 @@ def _memoizing_guard(module: cst.Module, func: cst.FunctionDef, node: cst.CSTNod
 
     search(func.body)
     for guard in found:
-        kept = assigned_targets(guard.body)
-        for part in _disjuncts(guard.test):
-            cached = _cached_by(module, part)
-            if cached is not None and cached in kept and not (per_object and cached.startswith("self.")):
-                return module.code_for_node(guard.test)
+        if memoizes(module, guard, per_object):
+            return module.code_for_node(guard.test)
     return None
 
 
@@ -367,29 +359,6 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return [*_conjuncts(test.left), *_conjuncts(test.right)]
     return [test]
-
-
-def _disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
-        return [*_disjuncts(test.left), *_disjuncts(test.right)]
-    return [test]
-
-
-def _cached_by(module: cst.Module, test: cst.BaseExpression) -> str | None:
-    """What a memoizing test checks for: `x` in `x is None`, `cache` in `key not in cache`,
-    `obj.name` in `not hasattr(obj, "name")`."""
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        target = test.comparisons[0]
-        if isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
-            return module.code_for_node(test.left)
-        if isinstance(target.operator, cst.NotIn):
-            return module.code_for_node(target.comparator) + "[]"
-    if (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(test.expression, cst.Call)
-            and isinstance(test.expression.func, cst.Name) and test.expression.func.value == "hasattr"
-            and len(test.expression.args) == 2 and isinstance(test.expression.args[1].value, cst.SimpleString)):
-        name = test.expression.args[1].value.evaluated_value
-        return f"{module.code_for_node(test.expression.args[0].value)}.{name}" if isinstance(name, str) else None
-    return None
 
 
 def _add_weak_params(ctx, summary: ModuleSummary) -> None:
