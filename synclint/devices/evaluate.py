@@ -20,8 +20,6 @@ from synclint.devices.conventions import (
     VERB_NAME,
     classify_buffer_field,
     is_settings_namespace,
-    names_a_device,
-    names_the_host,
 )
 from synclint.devices.placement import Placement
 from synclint.devices.lattice import (
@@ -38,7 +36,6 @@ from synclint.devices.lattice import (
     host_tensor,
     join,
     join_all,
-    join_spec,
     guess_host,
     is_host_guess,
 )
@@ -73,9 +70,7 @@ from synclint.syntax import (
     constant_position,
     dotted_name,
     keyword_arg,
-    last_name,
     names_in,
-    parameter,
     string_key,
 )
 
@@ -660,6 +655,14 @@ class Evaluator(Placement):
         if isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value == "items" and not iterable.args:
             owner = self.eval(iterable.func.value)  # `for key, value in d.items()`
             return [HOST, owner.element] if owner.mapping and owner.element is not None else None
+        if isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value in NAMED_MEMBERS:
+            # `for name, p in model.named_parameters()`: a name (a string), then the module's tensor or submodule
+            member = NAMED_MEMBERS[iterable.func.attr.value]
+            owner = self.eval(iterable.func.value)
+            if member == "modules":
+                return [HOST, owner if owner.is_module else UNKNOWN]
+            return [HOST, self._module_method(owner, iterable.func.value, member, iterable) if owner.is_module else
+                    device(f"{code_text(iterable.func.value)}.{member}() are a module's tensors", Confidence.MEDIUM)]
         if not isinstance(iterable.func, cst.Name):
             return None
         positional = [a.value for a in iterable.args if a.keyword is None and not a.star]
@@ -733,6 +736,9 @@ class Evaluator(Placement):
         return None
 
 
+# nn.Module's methods that yield (name, member) pairs, and what the member is.
+NAMED_MEMBERS = {"named_parameters": "parameters", "named_buffers": "buffers", "named_modules": "modules",
+                 "named_children": "modules"}
 # Methods that only a dict has (a list, a string or an array has none of them).
 DICT_ONLY_METHODS = frozenset("popitem items values keys setdefault".split())
 

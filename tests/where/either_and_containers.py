@@ -160,3 +160,14 @@ def unknown_or_the_cpu(tokenizer, text, dev, device=None):
     inputs["input_ids"] = inputs["input_ids"].to("cuda")
     inputs["input_ids"]  # where: device high
     inputs["attention_mask"]  # where: host-tensor high (tokenizer(..., return_tensors="pt") makes CPU tensors)
+
+
+def named_members(model: nn.Module):
+    gpu_model = nn.Linear(3, 3).cuda()
+    for name, param in gpu_model.named_parameters():
+        name  # where: host high
+        param  # where: device high
+    for name, buf in model.named_buffers():
+        name  # where: host high
+    for name, child in gpu_model.named_children():
+        name  # where: host high
