@@ -25,7 +25,6 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
 from benchlib import EVAL_DIR, VLLM_SRC, table
 
