@@ -7,7 +7,6 @@ largest file costs more than the rest of the check.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import pickle
 import re
@@ -25,10 +24,10 @@ from synclint.config import Settings
 from synclint.cst_internals import code_at_indent, parse_module_unvalidated, positions_in
 from synclint.devices.conventions import (
     HOST_SIDE_CLASS,
-    STEP_FUNCTIONS,
     NameConventions,
     is_host_code_path,
     is_test_path,
+    names_a_step,
     other_accelerator,
     other_accelerator_scope,
 )
@@ -202,7 +201,7 @@ class FileContext:
         key = id(scope)
         known = self._steps.get(key)
         if known is None:
-            known = self._steps[key] = any(fnmatch.fnmatchcase(scope.name.value, pat) for pat in STEP_FUNCTIONS)
+            known = self._steps[key] = names_a_step(scope.name.value)
         return known
 
     def site(self) -> Site:
@@ -576,6 +575,7 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
             if report.fix is not None else None,
             noqa_row=row,
             source_line=lines[row - 1] if row - 1 < len(lines) else "",
+            function=ctx.devices.symbols.owner_qualname(report.site.scope),
         )
         key = (finding.code, row, finding.location.column, finding.end_location, finding.confidence, finding.context)
         findings.setdefault(key, finding)

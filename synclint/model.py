@@ -99,6 +99,9 @@ class Finding:
     runtime_syncs: int | None = None  # with --runtime-report: syncs a test run saw on these lines
     runtime_wait_s: float | None = None  # with --runtime-report from a timed run: the host's wait there, in seconds
     source_line: str = field(default="", compare=False)
+    # The project function holding it (`pkg.mod.Class.m`; None at the top level): for what the project's
+    # solve says of that function after the check (`project.run.with_frequency`).
+    function: str | None = field(default=None, compare=False)
 
     def explained(self) -> str:
         """The message and why synclint believes it (`because`, with the confidence) on a second

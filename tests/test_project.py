@@ -305,6 +305,62 @@ def test_a_helper_that_syncs_on_one_branch_is_as_sure_as_that_branch_at_each_cal
     ]
 
 
+SET_UP_ONLY = {
+    "model.py": """
+        import torch
+        from torch import nn
+
+        from app.checks import report, validate_config
+
+
+        class Net(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.lin = nn.Linear(4, 4).cuda()
+                validate_config(self.lin.weight)
+
+            def forward(self, x):
+                y = self.lin(x)
+                report(y)
+                return y
+    """,
+    "checks.py": """
+        import torch
+
+
+        def validate_config(w: torch.Tensor):
+            if w.isnan().any():
+                raise ValueError("nan weights")
+            print(_norm(w))
+
+
+        def _norm(w):
+            return w.norm().item()
+
+
+        def report(y: torch.Tensor):
+            print(y.sum().item())
+    """,
+}
+
+
+def test_a_function_that_only_set_up_code_calls_runs_once(tmp_path):
+    make_package(tmp_path, SET_UP_ONLY)
+    _, findings = run_json("check", "--min-confidence", "low", ".", cwd=tmp_path)
+    found = {(f["filename"], f["location"]["row"]): (f["context"], f["confidence"], f["because"]) for f in findings}
+    # Only `Net.__init__` calls validate_config, and only validate_config calls _norm: both run once.
+    assert found["app/checks.py", 5][:2] == ("init", "low")
+    assert found["app/checks.py", 5][2].endswith("only code that runs once calls validate_config() (Net.__init__())")
+    assert found["app/checks.py", 11][:2] == ("init", "low")
+    assert found["app/checks.py", 11][2].endswith("only code that runs once calls _norm() (validate_config())")
+    # `forward` calls report: it runs per step.
+    assert found["app/checks.py", 15][:2] == ("code", "medium")
+    # The same, checked alone against the kept index (pre-commit) and on standard input.
+    _, alone = run_json("check", "--min-confidence", "low", "app/checks.py", cwd=tmp_path)
+    assert {(f["location"]["row"], f["context"], f["confidence"]) for f in alone} == {
+        (row, context, confidence) for (path, row), (context, confidence, _) in found.items() if path == "app/checks.py"}
+
+
 def test_a_silenced_sync_does_not_travel_to_callers(tmp_path):
     files = dict(CHAIN)
     files["helpers.py"] = files["helpers.py"].replace(".item())", ".item())  # noqa: SYNC107")

@@ -21,7 +21,7 @@ from pathlib import Path
 from synclint import __version__
 
 DEFAULT_DIR = ".synclint_cache"
-FORMAT = 8  # bump when the pickled content changes shape (8: SyncSite.flag)
+FORMAT = 9  # bump when the pickled content changes shape (9: ProjectIndex.once, Finding.function)
 # What a stored pickle that another version of synclint wrote can raise when read: a miss.
 UNREADABLE = (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError)
 

@@ -177,6 +177,11 @@ STEP_FUNCTIONS = ("forward", "__call__", "step", "*_step", "execute_model", "sam
                   "_preprocess", "postprocess", "*update_states", "propose", "compute_logits", "build", "apply")
 
 
+def names_a_step(name: str) -> bool:
+    """Whether a function's name says it runs per step (`STEP_FUNCTIONS`)."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in STEP_FUNCTIONS)
+
+
 def is_test_path(relpath: str) -> bool:
     name = relpath.rsplit("/", 1)[-1]
     parts = relpath.split("/")

@@ -130,6 +130,16 @@ class Symbols:
             return self.qualify_local(f"{cls.name.value}.{func.name.value}")
         return None
 
+    def owner_qualname(self, scope: Scope | None) -> str | None:
+        """The summarised function holding code in `scope`: itself, or for a nested function the
+        function around it (`function_qualname`); None at the top level."""
+        while isinstance(scope, cst.FunctionDef):
+            qual = self.function_qualname(scope)
+            if qual is not None:
+                return qual
+            scope = self.enclosing.get(id(scope))
+        return None
+
     def callee_qualname(self, func_expr: cst.BaseExpression, scope: Scope | None) -> str | None:
         """The project function a call's `func` names: `f` (local or imported), `self.m`,
         `cls.m`, `super().m`, `module.f`, or `param.m` for a parameter annotated with a class.

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TypeVar
 
+from synclint.devices.conventions import names_a_step
 from synclint.devices.lattice import Place, Where, join
 from synclint.model import Confidence
 from synclint.project.facts import (
@@ -91,6 +92,7 @@ class ProjectIndex:
         self._solve_returns()
         self.device_params = self._solve_device_params()
         self._solve_chains()
+        self.once = self._solve_once()
 
     # ---- resolution ------------------------------------------------------------------
 
@@ -169,6 +171,41 @@ class ProjectIndex:
                 if caller not in self.chains:
                     self.chains[caller] = chain.called_by(caller)
                     pending.append(caller)
+
+    def _solve_once(self) -> dict[str, str]:
+        """The functions that only code running once calls (`FunctionSummary.calls_once`), directly or
+        through functions that do, each with the caller that shows it (the first by name): the least
+        fixed point, so a cycle of callers proves nothing. A function no project code calls, and one
+        named as a per-step method, is never among them: callers outside the project may run it often."""
+        callers: dict[str, set[str]] = {}
+        from_once: dict[str, set[str]] = {}  # callee -> callers that call it only from code that runs once
+        for qual, func in self.functions.items():
+            for callee in func.calls:
+                target = self.resolve(callee)
+                if target is not None and target != qual:
+                    callers.setdefault(target, set()).add(qual)
+            for callee in func.calls_once:
+                target = self.resolve(callee)
+                if target is not None:
+                    from_once.setdefault(target, set()).add(qual)
+        once: dict[str, str] = {}
+        changed = True
+        while changed:
+            changed = False
+            for target, who in callers.items():
+                if target in once or names_a_step(target.rpartition(".")[2]):
+                    continue
+                if all(caller in from_once.get(target, ()) or caller in once for caller in who):
+                    once[target] = min(who)
+                    changed = True
+        return dict(sorted(once.items()))
+
+    def runs_once(self, qualname: str | None) -> str | None:
+        """Why function `qualname` runs once (only set-up code calls it), or None."""
+        if qualname is None or qualname not in self.once:
+            return None
+        caller = self.once[qualname]
+        return f"only code that runs once calls {short_name(qualname)}() ({short_name(caller)}())"
 
     def _surest_sync(self, qual: str, func: FunctionSummary) -> SyncSite | None:
         """The surest of the function's syncs (the first among equals), each as sure as the

@@ -20,6 +20,7 @@ from synclint.cache.signatures import listing
 from synclint.cache.store import Cache
 from synclint.config import Settings, SettingsResolver
 from synclint.engine import FileResult
+from synclint.model import ENGINE_CODES, Confidence, Finding
 from synclint.files import Target, discover
 from synclint.fixes import FileFix
 from synclint.jobs import (
@@ -39,6 +40,7 @@ from synclint.project.index import ProjectIndex
 from synclint.project.placement import module_name, package_root
 from synclint.project.text_facts import Declarations, with_text_facts
 from synclint.tally import Tally
+from synclint.view import View
 
 
 def package_state(path: Path, settings: Settings, cache: Cache, cwd: Path) -> PackageState | None:
@@ -88,7 +90,7 @@ def check_unsaved(data: bytes, path: Path, settings: Settings, state: PackageSta
         if _answers_digest(again) != _answers_digest(job):
             job = again
             result = check_data(data, job, cache, store, debug)
-    return result, job.project
+    return with_frequency(index, job, result), job.project
 
 
 def check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver, mode: Mode, cache: Cache | None,
@@ -123,9 +125,10 @@ def check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver
         run.signatures.update((path, known) for path, known in state.files.items() if path not in checked)
         run.walked_folders.update(state.folders)
         jobs, _ = _with_text_facts([_placed(job) for job in work], _given(work, cache.read), state)
-        results = _checked_against(cast(ProjectIndex, state.index), state.summaries, jobs, check, cache, workers,
-                                   progress)
-        return fix_checked(jobs, results, mode, workers, progress, cache)
+        kept_index = cast(ProjectIndex, state.index)
+        results = _frequencies(kept_index, jobs, _checked_against(kept_index, state.summaries, jobs, check, cache,
+                                                                 workers, progress))
+        return _frequencies(kept_index, jobs, fix_checked(jobs, results, mode, workers, progress, cache))
     index_only = _package_files(work, paths, resolver, cwd, run.walked_folders)
     packages = sorted({root.name for job in work if job.settings.project_analysis
                        and (root := package_root(job.path)) is not None})
@@ -139,8 +142,8 @@ def check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver
     shown = list(jobs[: len(work)])
     if snapshot is not None:
         # The same files, with the same bytes, as a run that solved this index.
-        results = _checked_against(cast(ProjectIndex, snapshot.index), snapshot.summaries, shown, check, cache,
-                                   workers, progress)
+        index = cast(ProjectIndex, snapshot.index)
+        results = _checked_against(index, snapshot.summaries, shown, check, cache, workers, progress)
         whole = True
     else:
         label = "checking"
@@ -180,7 +183,35 @@ def check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver
                 if kept is None or (kept.package_files, kept.files, kept.folders) != (saved.package_files, saved.files,
                                                                                     saved.folders):
                     cache.put(key, saved)
-    return fix_checked(shown, results[: len(work)], mode, workers, progress, cache)
+    results = _frequencies(index, shown, results[: len(work)])
+    return _frequencies(index, shown, fix_checked(shown, results, mode, workers, progress, cache))
+
+
+def with_frequency(index: ProjectIndex, job: Job, result: FileResult) -> FileResult:
+    """`result` with what the solve says of how often each finding's function runs, applied as data:
+    a finding in a function that only code running once calls (`ProjectIndex.once`) runs once itself,
+    so it sits in the `init` context, at low confidence, and says why; the view then shows it again."""
+    findings = result.analysis if result.analysis is not None else result.findings
+    if not job.settings.project_analysis or not any(f.function in index.once for f in findings):
+        return result
+    once = [_run_once(index, f) for f in findings]
+    shown, hidden = View(job.settings).shown(once, job.shown)
+    return replace(result, findings=shown, analysis=once if result.analysis is not None else None,
+                   hidden_tests=result.hidden_tests if result.analysis is None else hidden)
+
+
+def _run_once(index: ProjectIndex, finding: Finding) -> Finding:
+    why = index.runs_once(finding.function)
+    if why is None or finding.code in ENGINE_CODES or finding.context in ("init", "test"):
+        return finding
+    because = f"{finding.because}; {why}" if finding.because else why
+    return replace(finding, context="init", confidence=min(finding.confidence, Confidence.LOW), because=because)
+
+
+def _frequencies(index: ProjectIndex, jobs: list[Job], results: list[FileFix | None]) -> list[FileFix | None]:
+    """`with_frequency` for each job's result."""
+    return [item if item is None else replace(item, result=with_frequency(index, job, item.result))
+            for job, item in zip(jobs, results)]
 
 
 def _answered(index: ProjectIndex, jobs: list[Job], firsts: list[FileFix | None], check: Mode, cache: Cache | None,

@@ -44,6 +44,7 @@ class CallRecorder:
         self.device_args: dict[str, dict[str, dict[int | str, Where]]] = {}  # caller -> callee -> GPU arguments
         self.passes: dict[str, dict[str, dict[int | str, tuple[str, ...]]]] = {}  # caller -> callee -> FunctionSummary.passes
         self.repeated: set[str] = set()  # callees and reads in a loop or a per-step method
+        self.once: dict[str, dict[str, bool]] = {}  # caller -> callee -> whether each of its calls is in once-code
         self.keyword_args: dict[tuple[str, str], tuple[str | None, bool]] = {}  # see ModuleSummary.keyword_args
         self.valued: set[str] = set()  # callees whose result is used
         self.depends = Dependencies(self.devices)
@@ -72,6 +73,8 @@ class CallRecorder:
         callee = self.devices.symbols.callee_qualname(node.func, self.ctx.scopes[-1])
         if callee is not None:
             self.calls.setdefault(owner, []).append(callee)
+            once = self.once.setdefault(owner, {})
+            once[callee] = once.get(callee, True) and self.ctx.context() == "init"
             self._note_device_args(owner, callee, node, where_of)
             if self.ctx.may_repeat():
                 self.repeated.add(callee)
@@ -174,6 +177,7 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
             is_property=getter,
             deprecated=_deprecation(func) if getter else None,
             calls=tuple(dict.fromkeys(recorder.calls.get(qual, ()))),
+            calls_once=tuple(sorted(callee for callee, once in recorder.once.get(qual, {}).items() if once)),
             reads=tuple(dict.fromkeys(recorder.reads.get(qual, ()))),
             params=params,
             positional=positional,
@@ -225,7 +229,7 @@ def add_late_syncs(ctx, summary: ModuleSummary, reports, text: str, relpath: str
     the property, where the index can follow it, says more than the read."""
     index = ctx.index
     late = [(rule, report) for rule, report in reports
-            if (owner := _owner(ctx.devices, report.site.scope)) is None or owner not in index.chains]
+            if (owner := ctx.devices.symbols.owner_qualname(report.site.scope)) is None or owner not in index.chains]
     _add_syncs(ctx, summary, text, relpath, positions, Dependencies(ctx.devices), late)
 
 
@@ -257,7 +261,7 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
     for rule, report in ctx.reports if reports is None else reports:
         if not rule.syncs or report.allowed:
             continue
-        owner = _owner(ctx.devices, report.site.scope)
+        owner = ctx.devices.symbols.owner_qualname(report.site.scope)
         if owner is not None and owner in summary.functions:
             candidates.append((owner, rule, report))
     if not candidates:
@@ -368,7 +372,7 @@ def _add_weak_params(ctx, summary: ModuleSummary) -> None:
     function's own evidence, so that what callers pass does not change them."""
     unsure = {owner for rule, report in ctx.reports
               if rule.syncs and report.confidence < Confidence.HIGH
-              and (owner := _owner(ctx.devices, report.site.scope)) is not None}
+              and (owner := ctx.devices.symbols.owner_qualname(report.site.scope)) is not None}
     for func, _ in _functions(ctx.devices):
         qual = ctx.devices.symbols.function_qualname(func)
         item = summary.functions.get(qual or "")
@@ -435,15 +439,6 @@ def _value_parts(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             stack.append(part.value)
         else:
             stack.extend(part.children)
-
-
-def _owner(devices: DeviceModel, scope) -> str | None:
-    while isinstance(scope, cst.FunctionDef):
-        qual = devices.symbols.function_qualname(scope)
-        if qual is not None:
-            return qual
-        scope = devices.symbols.enclosing.get(id(scope))
-    return None
 
 
 def _add_returns(devices: DeviceModel, recorder: CallRecorder, summary: ModuleSummary) -> None:
