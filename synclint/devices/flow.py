@@ -32,7 +32,7 @@ from synclint.devices.lattice import (
     join_all,
     join_element,
 )
-from synclint.devices.narrowing import CPU_PATH, OTHER_PLATFORM, on_cpu_in, other_platform_when, tensors_when
+from synclint.devices.narrowing import CPU_PATH, OTHER_PLATFORM, hosts_when, on_cpu_in, other_platform_when, tensors_when
 from synclint.devices.usage import host_uses
 from synclint.model import Confidence
 from synclint.syntax import Scope, dotted_name, ends_function, statements, string_key, unpacked
@@ -246,6 +246,10 @@ class FlowWalker:
         platform = other_platform_when(test, holds)
         if platform is not None:
             env = {**env, OTHER_PLATFORM: Where(Place.HOST, Confidence.HIGH, platform)}
+        hosts = hosts_when(test, holds, self.model.symbols.qualname)
+        if hosts:
+            env = {**env, **{name: Where(Place.HOST, Confidence.HIGH, f"{name} is a host value where `{text}` holds")
+                             for name, text in hosts.items()}}
         tensors = tensors_when(test, holds, self.model.symbols.qualname)
         unknown = {name: text for name, text in tensors.items()
                    if (env.get(name, UNKNOWN).place is Place.UNKNOWN or is_host_guess(env[name]))

@@ -91,6 +91,32 @@ def tensors_when(test: cst.BaseExpression, holds: bool, qualname) -> dict[str, s
     return {test.args[0].value.value: code_text(test)}
 
 
+# Types whose instances live on the host: `isinstance(x, (str, Path))` proves `x` no tensor.
+HOST_TYPES = frozenset("str bytes int float bool complex list tuple dict set frozenset Path PurePath PathLike".split())
+HOST_MODULES = ("numpy.", "pathlib.", "PIL.", "os.")
+
+
+def hosts_when(test: cst.BaseExpression, holds: bool, qualname) -> dict[str, str]:
+    """The names that `test` being `holds` proves host values, each with the test's text:
+    `isinstance(x, (str, Path))`, `isinstance(x, np.ndarray)` (joined as `tensors_when` joins)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return hosts_when(test.expression, not holds, qualname)
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) == holds:
+            return {**hosts_when(test.left, holds, qualname), **hosts_when(test.right, holds, qualname)}
+        return {}
+    if (not holds or not isinstance(test, cst.Call) or not isinstance(test.func, cst.Name) or test.func.value != "isinstance"
+            or len(test.args) != 2 or not isinstance(test.args[0].value, cst.Name)):
+        return {}
+    kinds = test.args[1].value
+    names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    for kind in names:
+        qual = qualname(kind) or (kind.value if isinstance(kind, cst.Name) else "")
+        if not (qual in HOST_TYPES or qual.startswith(HOST_MODULES)):
+            return {}
+    return {test.args[0].value.value: code_text(test)}
+
+
 # The key, in an environment, that marks code that runs only on another accelerator (XPU, NPU,
 # TPU/XLA, HPU, MPS, ...): its value's `because` names it. No Python name can collide with it.
 OTHER_PLATFORM = " other platform"

@@ -2,6 +2,8 @@
 elements live: a dict's values through each accessor, its keys on the host, lists and tuples
 through indexing, unpacking and iteration; what only a tensor can do overrules a host guess."""
 
+from pathlib import Path
+
 import numpy as np
 import torch
 from torch import nn
@@ -171,3 +173,11 @@ def named_members(model: nn.Module):
         name  # where: host high
     for name, child in gpu_model.named_children():
         name  # where: host high
+
+
+def narrowed_to_the_host(ims: list, x):
+    for im in ims:
+        if isinstance(im, (str, Path)):
+            im  # where: host high
+    if isinstance(x, np.ndarray):
+        x  # where: host high
