@@ -83,8 +83,9 @@ def one_line(text: str, limit: int = 60) -> str:
 def with_keyword_arg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
     """`call` with `name=value` appended as its last argument, in the call's own layout.
 
-    A multi-line call keeps one argument per line and its trailing comma; the whitespace
-    before the closing parenthesis moves to the new last argument.
+    A multi-line call with a trailing comma keeps one argument per line and the comma; one
+    without (`f(\n    a\n)`, as black hugs arguments that fit on one line) gets the new argument
+    on the same line; the whitespace before the closing parenthesis moves to the new last argument.
     """
     new_arg = cst.Arg(
         value=value,
@@ -96,7 +97,8 @@ def with_keyword_arg(call: cst.Call, name: str, value: cst.BaseExpression) -> cs
     *earlier, last = call.args
     if earlier and isinstance(earlier[-1].comma, cst.Comma):
         separator = earlier[-1].comma
-    elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):  # f(\n    a,\n)
+    elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace) and isinstance(last.comma, cst.Comma):
+        # f(\n    a,\n): one argument per line, as black keeps it for the trailing comma
         separator = cst.Comma(whitespace_after=call.whitespace_before_args)
     else:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))

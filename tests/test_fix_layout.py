@@ -160,3 +160,39 @@ def test_a_statement_over_several_lines_is_written_again_whole(write, tmp_path):
     proc = run_cli("check", "--fix", "expand.py", cwd=tmp_path)
     assert "Fixed 1 finding" in proc.stderr, proc.stderr
     assert path.read_text() == SPLIT_FIXED
+
+
+# Black hugs arguments that fit on one line between the brackets, and keeps them one per line only
+# for a trailing comma: a keyword the fix adds follows the same rule.
+HUGGED = '''import torch
+
+
+def schedule(device, n: int):
+    steps = torch.randint(0, n, (n,), dtype=torch.long).to(
+        device=device if device is not None else "cpu"
+    )
+    order = torch.randperm(n).to(
+        device,
+    )
+    return steps, order
+'''
+HUGGED_FIXED = '''import torch
+
+
+def schedule(device, n: int):
+    steps = torch.randint(0, n, (n,), dtype=torch.long).to(
+        device=device if device is not None else "cpu", non_blocking=True
+    )
+    order = torch.randperm(n).to(
+        device,
+        non_blocking=True,
+    )
+    return steps, order
+'''
+
+
+def test_a_keyword_added_to_a_call_over_several_lines_is_laid_out_as_black_lays_it_out(write, tmp_path):
+    path = write("schedule.py", HUGGED)
+    proc = run_cli("check", "--fix", "--unsafe-fixes", "--min-confidence", "low", "schedule.py", cwd=tmp_path)
+    assert "Fixed 2 findings" in proc.stderr, proc.stderr
+    assert path.read_text() == HUGGED_FIXED
