@@ -204,8 +204,8 @@ def test_fix_of_a_multi_line_call_inside_blocks_keeps_their_indentation():
         """
     )
     assert fix_snippet(BlockingHostToDevice, code) == code.replace(
-        "            device\n", "            device,\n            non_blocking=True\n"
-    )
+        "            device\n", "            device, non_blocking=True\n"
+    )  # (hugged, as black writes arguments that fit between the brackets with no trailing comma)
 
 
 def test_parameter_converted_to_a_dtype_too_is_low():
