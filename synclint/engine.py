@@ -180,13 +180,20 @@ class FileContext:
         return None
 
     def per_object(self) -> bool:
-        """Whether what the current method keeps in `self` is kept per object made per step, not once: a
-        dataclass's method, or a property of a class that is no nn.Module (a metadata record)."""
+        """Whether what the current method keeps in `self` is kept per object, which may be made per
+        request or per step (a scheduler reset for each generation, a metadata record): a method of a
+        class that is no nn.Module (a module lives as long as the model)."""
         scope = self.scopes[-1]
         if not isinstance(scope, cst.FunctionDef):
             return False
         cls = self.devices.symbols.class_of(scope)
-        return is_dataclass(cls) or (is_property(scope) and not self.devices.symbols.is_module_class(cls))
+        return cls is not None and (is_dataclass(cls) or not self.devices.symbols.is_module_class(cls))
+
+    def set_up_here(self) -> bool:
+        """Whether the code here runs once per process: in set-up code by its function's name, or in a
+        `__main__` block outside its loops (an `except` or a memoizing block runs once per call only)."""
+        names = [s.name.value for s in self.scopes if isinstance(s, cst.FunctionDef)]
+        return named_to_run_once(names) or self.once_reason() == MAIN_BLOCK
 
     def may_repeat(self) -> bool:
         """Whether code here may run many times: in a loop or in a per-step method (a cheap

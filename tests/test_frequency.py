@@ -83,7 +83,7 @@ FIRST_TIME = '''
 import torch
 
 
-class Warmup:
+class Warmup(torch.nn.Module):  # (a module lives as long as the model: what it keeps, it keeps once)
     def step(self, model, batch):
         out = model(batch.cuda(non_blocking=True))
         if not self._activated:
@@ -112,3 +112,17 @@ def test_a_block_that_keeps_what_it_computes_runs_the_first_time_only(tmp_path):
         (17, "code", "high"),  # `out` is a local: `if out is None:` runs on every call that passes none
     ]
     assert found[0]["because"].endswith("under `if not self._activated:`, whose block runs the first time only")
+
+
+def test_what_a_plain_object_keeps_in_self_is_kept_per_object(tmp_path):
+    # A scheduler is reset for each generation: its first-call block runs once per request, not once.
+    script = tmp_path / "scheduler.py"
+    script.write_text(
+        "import torch\n\n\nclass Scheduler:\n    def step(self, t):\n"
+        "        if self._step_index is None:\n"
+        "            self._step_index = torch.ones(3, device='cuda').argmax().item()\n"
+        "        return self._step_index\n",
+        encoding="utf-8",
+    )
+    _, found = run_json("check", "--no-cache", str(script), cwd=tmp_path)
+    assert [(f["location"]["row"], f["context"], f["confidence"]) for f in found] == [(7, "step", "high")]

@@ -71,8 +71,8 @@ class FunctionSummary:
     sync: SyncSite | None = None  # the first place in its own body where it syncs
     syncs_if: tuple[SyncSite, ...] = ()  # other syncs below high that other facts may make surer (`SyncSite.depends`)
     calls: tuple[str, ...] = ()  # project functions it calls, in order ("pkg.mod.Class.m" for self.m())
-    # Of `calls`, those it calls only from code that runs once (set-up by its name, a `__main__`
-    # block, an `except` block, a memoizing `if`): `ProjectIndex.once`.
+    # Of `calls`, those it calls only from code that runs once per process (set-up by its name, a
+    # `__main__` block): `ProjectIndex.once`.
     calls_once: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()  # attributes it reads that may be properties ("pkg.mod.Class.x")
     returns: Where | None = None  # where its result lives, when known from its own body

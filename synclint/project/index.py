@@ -173,10 +173,12 @@ class ProjectIndex:
                     pending.append(caller)
 
     def _solve_once(self) -> dict[str, str]:
-        """The functions that only code running once calls (`FunctionSummary.calls_once`), directly or
-        through functions that do, each with the caller that shows it (the first by name): the least
-        fixed point, so a cycle of callers proves nothing. A function no project code calls, and one
-        named as a per-step method, is never among them: callers outside the project may run it often."""
+        """The private functions (`_name`) that only code running once calls (`FunctionSummary.calls_once`),
+        directly or through functions that do, each with the caller that shows it (the first by name): the
+        least fixed point, so a cycle of callers proves nothing. A public function may have callers the
+        index does not see (users of a library, calls on objects of unknown class: a scheduler's
+        `set_timesteps`, called by `__init__` and by every pipeline run), and one named as a per-step
+        method is per step: neither is ever among them."""
         callers: dict[str, set[str]] = {}
         from_once: dict[str, set[str]] = {}  # callee -> callers that call it only from code that runs once
         for qual, func in self.functions.items():
@@ -193,7 +195,8 @@ class ProjectIndex:
         while changed:
             changed = False
             for target, who in callers.items():
-                if target in once or names_a_step(target.rpartition(".")[2]):
+                name = target.rpartition(".")[2]
+                if target in once or not name.startswith("_") or name.startswith("__") or names_a_step(name):
                     continue
                 if all(caller in from_once.get(target, ()) or caller in once for caller in who):
                     once[target] = min(who)

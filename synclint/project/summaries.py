@@ -74,7 +74,7 @@ class CallRecorder:
         if callee is not None:
             self.calls.setdefault(owner, []).append(callee)
             once = self.once.setdefault(owner, {})
-            once[callee] = once.get(callee, True) and self.ctx.context() == "init"
+            once[callee] = once.get(callee, True) and self.ctx.set_up_here()
             self._note_device_args(owner, callee, node, where_of)
             if self.ctx.may_repeat():
                 self.repeated.add(callee)
