@@ -111,6 +111,7 @@ class FileContext:
         self._attribute_assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._accelerators: dict[int, str | None] = {}  # id(function) -> see `accelerator`
         self._steps: dict[int, bool] = {}  # id(function) -> whether its name is a per-step method's
+        self._set_up: dict[int, bool] = {}  # id(innermost scope) -> whether it is set-up code by a name
         # Traversal state, kept by the batched visitor.
         self.scopes: list[Scope] = [module]
         self.scope_blocks: list[int] = [0]  # per scope: how many blocks enclose it
@@ -157,11 +158,21 @@ class FileContext:
         scope = self.scopes[-1]
         return scope if isinstance(scope, cst.FunctionDef) else None
 
+    def _named_once(self) -> bool:
+        """Whether a function around the code here is set-up code by its name (asked of every call the
+        summary records: kept per innermost scope, which fixes the functions around it)."""
+        key = id(self.scopes[-1])
+        known = self._set_up.get(key)
+        if known is None:
+            known = self._set_up[key] = named_to_run_once(
+                [s.name.value for s in self.scopes if isinstance(s, cst.FunctionDef)])
+        return known
+
     def context(self) -> str:
         names = [s.name.value for s in self.scopes if isinstance(s, cst.FunctionDef)]
         if self.in_test_file or any(n.startswith("test") for n in names):
             return "test"
-        if named_to_run_once(names) or self.once_reason() is not None:
+        if self._named_once() or self.once_reason() is not None:
             return "init"  # set-up code, weight loading included, a `__main__` block, an error path: it runs once
         if self.intervals[-1] or in_epoch_function(self.scopes[-1]):
             return "interval"
@@ -192,8 +203,7 @@ class FileContext:
     def set_up_here(self) -> bool:
         """Whether the code here runs once per process: in set-up code by its function's name, or in a
         `__main__` block outside its loops (an `except` or a memoizing block runs once per call only)."""
-        names = [s.name.value for s in self.scopes if isinstance(s, cst.FunctionDef)]
-        return named_to_run_once(names) or self.once_reason() == MAIN_BLOCK
+        return self._named_once() or self.once_reason() == MAIN_BLOCK
 
     def may_repeat(self) -> bool:
         """Whether code here may run many times: in a loop or in a per-step method (a cheap
