@@ -159,8 +159,7 @@ class FileContext:
         return scope if isinstance(scope, cst.FunctionDef) else None
 
     def _named_once(self) -> bool:
-        """Whether a function around the code here is set-up code by its name (asked of every call the
-        summary records: kept per innermost scope, which fixes the functions around it)."""
+        """Whether a function around the code is set-up code by its name (kept per innermost scope)."""
         key = id(self.scopes[-1])
         known = self._set_up.get(key)
         if known is None:
