@@ -71,24 +71,7 @@ def tensors_when(test: cst.BaseExpression, holds: bool, qualname) -> dict[str, s
     """The names that `test` being `holds` proves torch tensors, each with the test's text:
     `isinstance(x, torch.Tensor)`, `torch.is_tensor(x)` (joined by `and` when it holds, by `or`
     when it fails). `qualname(expr)` gives an expression's qualified name through the imports."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return tensors_when(test.expression, not holds, qualname)
-    if isinstance(test, cst.BooleanOperation):
-        if isinstance(test.operator, cst.And) == holds:
-            return {**tensors_when(test.left, holds, qualname), **tensors_when(test.right, holds, qualname)}
-        return {}
-    if not holds or not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name):
-        return {}
-    callee = test.func.value if isinstance(test.func, cst.Name) else None
-    if callee == "isinstance" and len(test.args) == 2:
-        kinds = test.args[1].value
-        names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-        if not all((qualname(kind) or "").startswith("torch.") and (qualname(kind) or "").endswith("Tensor")
-                   for kind in names):
-            return {}
-    elif qualname(test.func) != "torch.is_tensor":
-        return {}
-    return {test.args[0].value.value: code_text(test)}
+    return _proven(test, holds, lambda call: _is_tensor_check(call, qualname))
 
 
 # Types whose instances live on the host: `isinstance(x, (str, Path))` proves `x` no tensor.
@@ -99,22 +82,41 @@ HOST_MODULES = ("numpy.", "pathlib.", "PIL.", "os.")
 def hosts_when(test: cst.BaseExpression, holds: bool, qualname) -> dict[str, str]:
     """The names that `test` being `holds` proves host values, each with the test's text:
     `isinstance(x, (str, Path))`, `isinstance(x, np.ndarray)` (joined as `tensors_when` joins)."""
+    def host_kind(kind: cst.BaseExpression) -> bool:
+        qual = qualname(kind) or (kind.value if isinstance(kind, cst.Name) else "")
+        return qual in HOST_TYPES or qual.startswith(HOST_MODULES)
+
+    return _proven(test, holds, lambda call: (kinds := _isinstance_kinds(call)) is not None and all(map(host_kind, kinds)))
+
+
+def _proven(test: cst.BaseExpression, holds: bool, check) -> dict[str, str]:
+    """The names that `test` being `holds` proves of the kind `check(call)` accepts of a call on a
+    name (`isinstance(x, ...)`), each with the test's text: through `not`, and joined by `and`
+    when it holds, by `or` when it fails."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return hosts_when(test.expression, not holds, qualname)
+        return _proven(test.expression, not holds, check)
     if isinstance(test, cst.BooleanOperation):
         if isinstance(test.operator, cst.And) == holds:
-            return {**hosts_when(test.left, holds, qualname), **hosts_when(test.right, holds, qualname)}
+            return {**_proven(test.left, holds, check), **_proven(test.right, holds, check)}
         return {}
-    if (not holds or not isinstance(test, cst.Call) or not isinstance(test.func, cst.Name) or test.func.value != "isinstance"
-            or len(test.args) != 2 or not isinstance(test.args[0].value, cst.Name)):
+    if not holds or not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name):
         return {}
-    kinds = test.args[1].value
-    names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-    for kind in names:
-        qual = qualname(kind) or (kind.value if isinstance(kind, cst.Name) else "")
-        if not (qual in HOST_TYPES or qual.startswith(HOST_MODULES)):
-            return {}
-    return {test.args[0].value.value: code_text(test)}
+    return {test.args[0].value.value: code_text(test)} if check(test) else {}
+
+
+def _isinstance_kinds(call: cst.Call) -> list[cst.BaseExpression] | None:
+    """The classes `isinstance(x, C)` or `isinstance(x, (C, D))` tests for; None for another call."""
+    if not (isinstance(call.func, cst.Name) and call.func.value == "isinstance" and len(call.args) == 2):
+        return None
+    kinds = call.args[1].value
+    return [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+
+
+def _is_tensor_check(call: cst.Call, qualname) -> bool:
+    kinds = _isinstance_kinds(call)
+    if kinds is None:
+        return qualname(call.func) == "torch.is_tensor"
+    return all((qualname(kind) or "").startswith("torch.") and (qualname(kind) or "").endswith("Tensor") for kind in kinds)
 
 
 # The key, in an environment, that marks code that runs only on another accelerator (XPU, NPU,
