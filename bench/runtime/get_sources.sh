@@ -5,7 +5,8 @@
 #   bench/runtime/get_sources.sh --rt DIR   # lay out DIR/{srcwhl,src,whl,bench/runtime} for the GPU run
 #
 # DIR/<pkg> is each package directory (the one with __init__.py): litgpt, accelerate, timm, peft,
-# diffusers, stable_baselines3, torch_geometric, kornia, and nanoGPT (its scripts, with an empty
+# diffusers, stable_baselines3, torch_geometric, kornia, gpytorch, botorch, pyro (pyro-ppl),
+# torchdiffeq, e3nn, monai, pytorch_metric_learning, skorch, and nanoGPT (its scripts, with an empty
 # __init__.py added so the scorer takes the folder).
 # With --rt, RT_PKGS (default: all) picks the packages that travel: their wheels go to DIR/srcwhl
 # (run_all.sh unpacks them into DIR/src there, which keeps the carried size down), nanoGPT's scripts
@@ -21,14 +22,19 @@ declare -A WHEEL=(
   [litgpt]=litgpt==0.5.13 [accelerate]=accelerate==1.15.0 [timm]=timm==1.0.31 [peft]=peft==0.21.2
   [diffusers]=diffusers==0.42.1 [stable_baselines3]=stable-baselines3==2.9.2
   [torch_geometric]=torch-geometric==2.8.1 [kornia]=kornia==0.9.0
+  [gpytorch]=gpytorch==1.15.2 [botorch]=botorch==0.18.1 [pyro]=pyro-ppl==1.9.2 [torchdiffeq]=torchdiffeq==0.2.5
+  [e3nn]=e3nn==0.6.0 [monai]=monai==1.6.1 [pytorch_metric_learning]=pytorch-metric-learning==2.9.0
+  [skorch]=skorch==1.4.0
 )
 # what the GPU image lacks, per package (pure Python unless a platform is named in PLATFORM_WHEELS)
 declare -A DEPS=(
   [litgpt]="jsonargparse==4.41.0 docstring_parser==0.18.0 typeshed_client==2.15.0"
   [stable_baselines3]="gymnasium==1.4.0 farama-notifications==0.0.6"
+  [pyro]="pyro-api==0.1.2"
 )
 declare -A PLATFORM_DEPS=([kornia]="kornia-rs==0.2.0")
-ALL_PKGS="litgpt accelerate timm nanogpt peft diffusers stable_baselines3 torch_geometric kornia"
+ALL_PKGS="litgpt accelerate timm nanogpt peft diffusers stable_baselines3 torch_geometric kornia
+  gpytorch botorch pyro torchdiffeq e3nn monai pytorch_metric_learning skorch"
 PKGS=${RT_PKGS:-$ALL_PKGS}
 [ -n "$RT" ] || PKGS=$ALL_PKGS
 

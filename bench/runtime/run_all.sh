@@ -65,7 +65,8 @@ import importlib
 for m in ["litgpt", "accelerate", "timm", "peft", "diffusers", "stable_baselines3", "gymnasium", "torch_geometric",
           "kornia", "kornia_rs", "lightning", "torchmetrics", "tokenizers", "jsonargparse", "coverage",
           "huggingface_hub", "safetensors", "tiktoken", "tensorboard", "opt_einsum", "numpy", "scipy", "PIL",
-          "torchvision", "transformers"]:
+          "torchvision", "transformers", "gpytorch", "linear_operator", "botorch", "pyro", "pyroapi", "torchdiffeq",
+          "e3nn", "opt_einsum_fx", "sympy", "monai", "einops", "skimage", "pytorch_metric_learning", "skorch", "sklearn"]:
     try:
         mod = importlib.import_module(m)
         print(f"{m:16s} {getattr(mod, '__version__', '?'):12s} {getattr(mod, '__file__', '')}")
@@ -99,8 +100,10 @@ for pkg in $PKGS; do
     echo "$pkg $s" | grep -E -- "$ONLY" >> "$WORK/jobs.txt" || true
   done
 done
-# longest first (the model zoos, litgpt and timm training, diffusers' sampling sweeps, sb3's learners), then the rest
-{ grep -E '^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train|diffusers (schedulers|pipelines)|stable_baselines3)' "$WORK/jobs.txt"; grep -vE '^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train|diffusers (schedulers|pipelines)|stable_baselines3)' "$WORK/jobs.txt"; } > "$WORK/jobs.sorted"
+# longest first (the model zoos, litgpt and timm training, diffusers' sampling sweeps, sb3's learners, monai's
+# networks and training, botorch's loops, e3nn's models, pyro's MCMC), then the rest
+LONG_RE='^(timm zoo|litgpt model_zoo|litgpt (pretrain|finetune)|timm train|diffusers (schedulers|pipelines)|stable_baselines3|monai (networks|seg)|botorch|e3nn train|pyro mcmc)'
+{ grep -E "$LONG_RE" "$WORK/jobs.txt"; grep -vE "$LONG_RE" "$WORK/jobs.txt"; } > "$WORK/jobs.sorted"
 echo "$(wc -l < "$WORK/jobs.sorted") scenarios, $JOBS at a time"
 xargs -P "$JOBS" -L 1 bash -c 'run_one "$@"' _ < "$WORK/jobs.sorted" | tee "$WORK/logs/jobs.log"
 
