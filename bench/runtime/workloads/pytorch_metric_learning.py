@@ -74,7 +74,7 @@ def losses_miners_loop(ctx):
                                          reducer=reducers.ThresholdReducer(low=0), embedding_regularizer=regularizers.LpRegularizer()),
                 losses.ContrastiveLoss(pos_margin=0, neg_margin=1), losses.MultiSimilarityLoss(),
                 losses.NTXentLoss(temperature=0.07), losses.SupConLoss(), losses.CircleLoss(),
-                losses.LiftedStructureLoss(), losses.GeneralizedLiftedStructureLoss(), losses.MarginLoss(num_classes=8),
+                losses.LiftedStructureLoss(), losses.GeneralizedLiftedStructureLoss(), losses.MarginLoss(num_classes=8, learn_beta=True),
                 losses.TupletMarginLoss(), losses.IntraPairVarianceLoss(), losses.FastAPLoss(), losses.HistogramLoss(),
                 losses.SignalToNoiseRatioContrastiveLoss(), losses.NPairsLoss(), losses.NCALoss(), losses.AngularLoss(),
                 losses.RankedListLoss(margin=0.4, Tn=0, Tp=0), losses.InstanceLoss(), losses.SmoothAPLoss(),
