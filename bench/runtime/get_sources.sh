@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Recreate the exact package sources the runtime traces were taken on (see SOURCES.md).
 #
-#   bench/runtime/get_sources.sh [DIR]      # default DIR=/work/runtime-src: the --src of score_runtime.py
+#   bench/runtime/get_sources.sh [DIR]      # default DIR=/work/runtime-src: the --src of score_runtime.py (SRC_PKGS picks)
 #   bench/runtime/get_sources.sh --rt DIR   # lay out DIR/{srcwhl,src,whl,bench/runtime} for the GPU run
 #
 # DIR/<pkg> is each package directory (the one with __init__.py): litgpt, accelerate, timm, peft,
@@ -36,7 +36,7 @@ declare -A PLATFORM_DEPS=([kornia]="kornia-rs==0.2.0")
 ALL_PKGS="litgpt accelerate timm nanogpt peft diffusers stable_baselines3 torch_geometric kornia
   gpytorch botorch pyro torchdiffeq e3nn monai pytorch_metric_learning skorch"
 PKGS=${RT_PKGS:-$ALL_PKGS}
-[ -n "$RT" ] || PKGS=$ALL_PKGS
+[ -n "$RT" ] || PKGS=${SRC_PKGS:-$ALL_PKGS}   # SRC_PKGS picks packages for the --src layout too
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$DEST"
@@ -48,11 +48,13 @@ if [ -n "$RT" ]; then
   if [ -n "$wheels" ]; then cp "$tmp"/whl/*.whl "$RT/srcwhl/"; fi
 else
   for w in "$tmp"/whl/*.whl; do
-    $PY - "$w" "$DEST" <<'PYEOF'
+    $PY - "$w" "$DEST" $PKGS <<'PYEOF'
 import sys, zipfile, shutil, os
-whl, dest = sys.argv[1], sys.argv[2]
+whl, dest, pkgs = sys.argv[1], sys.argv[2], set(sys.argv[3:])
 with zipfile.ZipFile(whl) as z:
     tops = {n.split("/")[0] for n in z.namelist() if not n.split("/")[0].endswith((".dist-info", ".data"))}
+    # only the package directories (botorch's and e3nn's wheels also carry build/, docs/, examples/, ...)
+    tops = (tops & pkgs) or tops
     for t in tops:
         shutil.rmtree(os.path.join(dest, t), ignore_errors=True)
     z.extractall(dest, [n for n in z.namelist() if n.split("/")[0] in tops])
