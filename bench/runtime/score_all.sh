@@ -8,6 +8,8 @@
 #        PKGS (default: every read package, below); SHOW_MISSES=1 lists the sites synclint (default) misses.
 #   kornia is the *unread* package of issue 27: it is left out of the default PKGS so that nobody
 #   reads synclint's findings or misses on it while building; score it once, at the end, with PKGS=kornia.
+#   The held-out eight of branch runtime-traces are kept out likewise (a test split for calibration):
+#   PKGS="gpytorch botorch pyro torchdiffeq e3nn monai pytorch_metric_learning skorch", once.
 #
 # For each package it runs shared/eval/score_runtime.py three times: synclint at its default
 # confidence, synclint --min-confidence low, and bench/regex_baseline.py; then prints one table
