@@ -7,6 +7,7 @@ import libcst as cst
 from synclint.devices.lattice import Place, Where
 from synclint.devices.torch_api import HOST_DATA_CONSTRUCTORS
 from synclint.model import Applicability, Confidence
+from synclint.evidence import Certainty
 from synclint.patterns import gpu_copy_target, one_line, with_keyword_arg, with_keyword_value
 from synclint.rule import Invalid, Replacement, Rule, Valid
 from synclint.syntax import dotted_name, is_literal_false, keyword_arg, keywords, method_call, parameter, positional_args
@@ -219,7 +220,7 @@ class BlockingHostToDevice(Rule):
         # on the host counts, or, at low confidence, a value of unknown type copied into a proven GPU tensor.
         if target.on_device and (
             origin.place is Place.HOST_TENSOR
-            or (origin.place is Place.UNKNOWN and target.confidence >= Confidence.HIGH)
+            or (origin.place is Place.UNKNOWN and target.certainty >= Certainty.HIGH)
         ):
             self._check_copy(call, source, target)
 
@@ -237,7 +238,7 @@ class BlockingHostToDevice(Rule):
             call.func.attr if isinstance(call.func, cst.Attribute) else call,
             f"`{one_line(self.code_of(call))}` copies a host tensor to the GPU of `{other}`, a blocking copy; "
             f"make it there (`device={other}.device, dtype={other}.dtype`)",
-            Where(Place.DEVICE, min(origin.confidence, target.confidence), because),
+            Where(Place.DEVICE, min(origin.certainty, target.certainty), because),
         )
 
     def _check_copy(self, call: cst.Call, source: cst.BaseExpression, target: Where) -> None:
@@ -250,7 +251,7 @@ class BlockingHostToDevice(Rule):
                 call,
                 f"`{text}` copies from pageable host memory, which still waits for the GPU once the copy "
                 "reaches 4 MB; pinning the source (`pin_memory=True`) is what makes the copy asynchronous",
-                confidence=Confidence.LOW,
+                certainty=Certainty.LOW,
                 because=f"{one_line(self.code_of(source))} is a fresh host tensor that is not pinned",
             )
 
@@ -258,18 +259,18 @@ class BlockingHostToDevice(Rule):
         origin = self.where(source)
         text = one_line(self.code_of(call))
         source_text = one_line(self.code_of(source), 40)
-        confidence: Confidence | None  # (None: not a copy to report)
+        certainty: Certainty | None  # (None: not a copy to report)
         if origin.place is Place.HOST_TENSOR:
-            confidence = origin.confidence
+            certainty = origin.certainty
             message = f"`{text}` copies a host tensor to the GPU without `non_blocking=True`;"
         else:
-            confidence = self._unknown_device_confidence(call, source, origin)
-            if confidence is None:
+            certainty = self._unknown_device_confidence(call, source, origin)
+            if certainty is None:
                 return
             message = f"`{text}` copies `{source_text}` to the GPU without `non_blocking=True`; if it is on the host,"
         message += " the host waits for the GPU queue to drain"
         because = "; ".join(part for part in (origin.because, target.because) if part)
-        where = Where(Place.DEVICE, min(confidence, target.confidence), because)
+        where = Where(Place.DEVICE, min(certainty, target.certainty), because)
         # Reported at the method's name: in a chain over several lines, that is the line that copies.
         method = call.func.attr if isinstance(call.func, cst.Attribute) else call
         self.report_where(method, message, where, fix=self._fix(call, source, origin))
@@ -389,7 +390,7 @@ class BlockingHostToDevice(Rule):
 
     def _unknown_device_confidence(
         self, call: cst.Call, source: cst.BaseExpression, origin: Where
-    ) -> Confidence | None:
+    ) -> Certainty | None:
         """How likely a copy of a value that is not proven to be on the host is a host-to-device copy.
 
         Medium: a tensor of unknown device that the code chose to move to the GPU: a parameter
@@ -404,26 +405,26 @@ class BlockingHostToDevice(Rule):
         if not origin.on_device:
             # Unknown, or a "host value" that has `.to`: not numpy or a list, so a tensor or an object
             # the model could not see into (a tuple's element, a module).
-            return Confidence.LOW
-        if origin.confidence >= Confidence.HIGH or self._named_for(source, host=False):
+            return Certainty.LOW
+        if origin.certainty >= Certainty.HIGH or self._named_for(source, host=False):
             return None
         func = self.function
         tensor_origin = self._unknown_tensor_origin(source)
         if func is None or tensor_origin is None:
             return None
         if keyword_arg(call, "dtype") is not None or (len(call.args) > 1 and call.args[1].keyword is None):
-            return Confidence.LOW
+            return Certainty.LOW
         kind, name = tensor_origin
         if kind == "result":
-            return Confidence.MEDIUM
+            return Certainty.MEDIUM
         if name in self.device_params(func):
             return None  # a caller passes a GPU tensor here: moving it is no copy
         initial = self.where_on_entry(func, name)
         if initial is None:
             initial = origin  # nothing known on entry; the code shows a tensor (`isinstance(x, torch.Tensor)`)
-        if initial is None or not initial.on_device or initial.confidence >= Confidence.HIGH:
+        if initial is None or not initial.on_device or initial.certainty >= Certainty.HIGH:
             return None
-        return Confidence.LOW if func.name.value == "forward" else Confidence.MEDIUM
+        return Certainty.LOW if func.name.value == "forward" else Certainty.MEDIUM
 
     def _unknown_tensor_origin(
         self, expr: cst.BaseExpression, seen: frozenset[str] = frozenset()
@@ -469,7 +470,7 @@ class BlockingHostToDevice(Rule):
         bodies = self.returned_values(helper)
         return (
             returned.on_device
-            and returned.confidence < Confidence.HIGH
+            and returned.certainty < Certainty.HIGH
             and all(where.place is Place.UNKNOWN for where in bodies)
             and not _places_on_a_device(helper)
         )

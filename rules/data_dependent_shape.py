@@ -6,6 +6,7 @@ import libcst as cst
 
 from synclint.devices.lattice import Place, Where
 from synclint.model import Applicability, Confidence
+from synclint.evidence import Certainty
 from synclint.patterns import BoolTensors, one_line, with_keyword_arg
 from synclint.rule import Invalid, Replacement, Rule, Valid
 from synclint.syntax import argument, keyword_arg, parameter
@@ -221,7 +222,7 @@ class DataDependentShape(Rule):
         else:
             message += f"; {ALTERNATIVES[op]}"
         if op in SPARSE_CONVERSIONS:
-            where = where.weaker(Confidence.MEDIUM)
+            where = where.weaker(Certainty.MEDIUM)
         self.report_where(call, message, where, fix=fix)
 
     def _size_argument(self, call: cst.Call, op: str) -> cst.BaseExpression | None:
@@ -278,7 +279,7 @@ class DataDependentShape(Rule):
         return found[0] if len(found) == 1 else None
 
     def report_where(self, node: cst.CSTNode, message: str, where: Where, fix: Replacement | None = None) -> None:
-        if where.confidence < Confidence.HIGH and self.host_code:
+        if where.certainty < Certainty.HIGH and self.host_code:
             return  # CPU kernels: a tensor of unknown device there is a host tensor
         super().report_where(node, message, where, fix)
 
@@ -309,7 +310,7 @@ class DataDependentShape(Rule):
                     f"`{one_line(self.code_of(target))} = ...` writes a tensor through the GPU mask `{text}`: "
                     f"indexing by a mask turns it into indices first, so the host waits for the GPU; "
                     f"`torch.where({text}, values, {one_line(self.code_of(target.value))})` does not wait",
-                    mask.weaker(Confidence.MEDIUM),
+                    mask.weaker(Certainty.MEDIUM),
                 )
                 return
 

@@ -8,6 +8,7 @@ import libcst as cst
 
 from synclint.devices.conventions import SYNC_HELPER_NAME
 from synclint.model import Confidence
+from synclint.evidence import Certainty
 from synclint.patterns import one_line
 from synclint.rule import Invalid, Rule, Valid
 from synclint.syntax import dotted_name, parameter
@@ -140,19 +141,19 @@ class ExplicitSynchronize(Rule):
                 platform = owner.rsplit(".", 1)[-1]
                 if platform in OTHER_DEVICE_MODULES:
                     # The host waits for that accelerator, not for a CUDA GPU.
-                    self.report(node, message, confidence=Confidence.LOW, because=f"{platform.upper()} code, not CUDA")
+                    self.report(node, message, certainty=Certainty.LOW, because=f"{platform.upper()} code, not CUDA")
                 else:
-                    self.report(node, message, confidence=Confidence.HIGH,
+                    self.report(node, message, certainty=Certainty.HIGH,
                                 because=f"{qual}() is the device-wide synchronize")
             elif owner.startswith("torch.") and owner.rsplit(".", 1)[-1] in STREAM_MAKERS | EVENT_MAKERS:
                 kind = "event" if owner.endswith("Event") else "stream"
-                self.report(node, _message(code, kind), confidence=Confidence.HIGH,
+                self.report(node, _message(code, kind), certainty=Certainty.HIGH,
                             because=f"{qual}() waits for {_a(kind)}")
             return  # some other module's function: a project's own helper
         found = self._receiver_kind(func.value)
         if found is not None:
             kind, confidence, because = found
-            self.report(node, _message(code, kind), confidence=confidence, because=because)
+            self.report(node, _message(code, kind), certainty=confidence, because=because)
 
     def _check_helper_call(self, node: cst.Call) -> None:
         """A call of a small local helper whose job is a device-wide synchronize (`self._sync_device()`)."""
@@ -168,12 +169,12 @@ class ExplicitSynchronize(Rule):
             return
         inner, unconditional = found
         is_method = isinstance(node.func, cst.Attribute)  # a subclass elsewhere may override it
-        confidence = Confidence.HIGH if unconditional and not is_method else Confidence.MEDIUM
+        confidence = Certainty.HIGH if unconditional and not is_method else Certainty.MEDIUM
         message = (
             f"`{one_line(self.code_of(node))}` calls `{inner}`, which blocks the host until all work "
             "queued on the device finishes"
         )
-        self.report(node, message, confidence=confidence, because=f"{helper.name.value}() calls {inner}")
+        self.report(node, message, certainty=confidence, because=f"{helper.name.value}() calls {inner}")
 
     def _check_alias(self, node: cst.Call) -> bool:
         """A call of a name bound to a device-wide synchronize, here or at the module's level:
@@ -201,7 +202,7 @@ class ExplicitSynchronize(Rule):
         message = (f"`{one_line(self.code_of(node))}` calls `{found[0]}`, which blocks the host until all work "
                    "queued on the device finishes")
         first = next(v for v in values if v is not None)
-        self.report(node, message, confidence=Confidence.HIGH if always else Confidence.MEDIUM,
+        self.report(node, message, certainty=Certainty.HIGH if always else Certainty.MEDIUM,
                     because=f"{name} = {one_line(self.code_of(first), 100)}")
         return True
 
@@ -217,7 +218,7 @@ class ExplicitSynchronize(Rule):
             f"`{one_line(self.code_of(node))}` calls `{qual}`, which by its name blocks the host until all work "
             "queued on the device finishes"
         )
-        self.report(node, message, confidence=Confidence.MEDIUM, because=f"{name}() is named for a device-wide wait")
+        self.report(node, message, certainty=Certainty.MEDIUM, because=f"{name}() is named for a device-wide wait")
 
     def _helper_sync(self, helper: cst.FunctionDef) -> tuple[str, bool] | None:
         """The device-wide synchronize a helper of at most 3 statements makes, and whether always."""
@@ -241,25 +242,25 @@ class ExplicitSynchronize(Rule):
                 straight_line = False
         return None
 
-    def _receiver_kind(self, receiver: cst.BaseExpression) -> tuple[str, Confidence, str] | None:
+    def _receiver_kind(self, receiver: cst.BaseExpression) -> tuple[str, Certainty, str] | None:
         """Whether `receiver` is a stream or an event, how sure, and why."""
         made = self._maker_kind(receiver)
         if made is not None:
-            return made, Confidence.HIGH, f"{one_line(self.code_of(receiver))} makes {_a(made)}"
+            return made, Certainty.HIGH, f"{one_line(self.code_of(receiver))} makes {_a(made)}"
         name = dotted_name(receiver)
         for value in self._bound_values(receiver):
             made = self._maker_kind(value)
             if made is not None:
-                return made, Confidence.HIGH, f"{name} = {one_line(self.code_of(value))}"
+                return made, Certainty.HIGH, f"{name} = {one_line(self.code_of(value))}"
         annotated = self._annotated_kind(receiver)
         if annotated is not None:
-            return annotated, Confidence.HIGH, f"{name} is annotated as {_a(annotated)}"
+            return annotated, Certainty.HIGH, f"{name} is annotated as {_a(annotated)}"
         while isinstance(receiver, cst.Subscript):  # self.events[i]: judge the container's name
             receiver = receiver.value
         last = (dotted_name(receiver) or "").rsplit(".", 1)[-1].lower()
         for kind in ("event", "stream"):
             if kind in last:
-                return kind, Confidence.MEDIUM, f"{last} is {_a(kind)} by its name"
+                return kind, Certainty.MEDIUM, f"{last} is {_a(kind)} by its name"
         return None
 
     def _maker_kind(self, value: cst.BaseExpression) -> str | None:

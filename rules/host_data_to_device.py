@@ -10,6 +10,7 @@ import libcst as cst
 from synclint.devices.lattice import HOST, Place, Where
 from synclint.devices.torch_api import HOST_DATA_CONSTRUCTORS
 from synclint.model import Applicability, Confidence
+from synclint.evidence import Certainty
 from synclint.patterns import gpu_copy_target, one_line, with_keyword_arg, with_keyword_value
 from synclint.rule import Invalid, Option, Replacement, Rule, Valid
 from synclint.syntax import (
@@ -332,7 +333,7 @@ class HostDataToDevice(Rule):
             fix = None
             if fixable:  # only Python data can be pinned by `torch.tensor(..., pin_memory=...)`
                 fix = self._fix(call, origin, FixPlan(data, pinned_chain, None, False, None))
-            self._report(call, COPIED_PAGEABLE, origin.weaker(Confidence.LOW), target, fix)
+            self._report(call, COPIED_PAGEABLE, origin.weaker(Certainty.LOW), target, fix)
 
     def _check_new_tensor(self, call: cst.Call, receiver: cst.BaseExpression) -> None:
         """`gpu_tensor.new_tensor(data)`: a new tensor on the receiver's device, with its dtype."""
@@ -368,19 +369,19 @@ class HostDataToDevice(Rule):
             return None  # nothing to copy
         where = HOST if _is_python_list(data) else self.where(data)
         if constructor == "torch.from_numpy":
-            return Where(Place.HOST, Confidence.HIGH, "torch.from_numpy() reads a numpy array")
+            return Where(Place.HOST, Certainty.HIGH, "torch.from_numpy() reads a numpy array")
         if where.is_none or where.on_device:
             return None
         if where.place is Place.HOST and constructor in SHARING_CONSTRUCTORS and self._is_local_object(data):
             # An object of the project's own class may expose GPU memory (`__cuda_array_interface__`).
-            return Where(Place.UNKNOWN, Confidence.LOW, None)
+            return Where(Place.UNKNOWN, Certainty.LOW, None)
         if where.place is Place.HOST:
-            cap = Confidence.MEDIUM if _is_scalar(data) else Confidence.HIGH
+            cap = Certainty.MEDIUM if _is_scalar(data) else Certainty.HIGH
             return Where(Place.HOST, cap, where.because)
         if where.place is Place.HOST_TENSOR:
             return where
         # Unknown type: torch.tensor is for Python data; as_tensor/asarray are often given tensors.
-        cap = Confidence.LOW if constructor in SHARING_CONSTRUCTORS else Confidence.MEDIUM
+        cap = Certainty.LOW if constructor in SHARING_CONSTRUCTORS else Certainty.MEDIUM
         return Where(Place.UNKNOWN, cap, None)
 
     def _is_local_object(self, data: cst.BaseExpression) -> bool:
@@ -391,7 +392,7 @@ class HostDataToDevice(Rule):
     def _report(self, call: cst.Call, message: str, origin: Where, target: Where, fix: Replacement | None) -> None:
         message = message.format(one_line(self.code_of(call)))
         because = "; ".join(part for part in (origin.because, target.because) if part)
-        self.report_where(call, message, Where(Place.DEVICE, min(origin.confidence, target.confidence), because), fix)
+        self.report_where(call, message, Where(Place.DEVICE, min(origin.certainty, target.certainty), because), fix)
 
     # ---- fixes ----------------------------------------------------------------------
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from synclint.devices.conventions import MASK_NAME, names_a_module
-from synclint.devices.lattice import Place, Where
+from synclint.devices.lattice import Place, Where, is_host_guess
 from synclint.model import Confidence
+from synclint.evidence import Basis, Certainty
 from synclint.patterns import BoolTensors, bool_operands, one_line, tensor_phrase
 from synclint.rule import Invalid, Rule, Valid
 from synclint.host_reads import (
@@ -347,11 +348,11 @@ class HostRead(Rule):
             return
         where = self.where(value)
         if where.on_device:
-            if where.confidence < Confidence.HIGH and not where.from_module_output:
+            if where.certainty < Certainty.HIGH and not where.from_module_output:
                 # A host tensor is most often a staging buffer filled from host values: only a
                 # value proven on the GPU, or a model's output (`losses[k] = loss`), says the
                 # write crosses devices.
-                where = where.weaker(Confidence.LOW)
+                where = where.weaker(Certainty.LOW)
             self.report_where(
                 target,
                 f"`{one_line(self.code_of(target))} = {one_line(self.code_of(value), 40)}` writes a GPU value into "
@@ -445,13 +446,13 @@ class HostRead(Rule):
         where = self._gpu_data_in(saved)
         if where is None:
             return
-        if where.confidence < Confidence.HIGH and not (where.because or "").startswith(MODULE_TENSORS):
+        if where.certainty < Certainty.HIGH and where.basis is not Basis.MODULE_STATE:
             # Serialization helpers take tensors of any device: only a model's state, or a tensor
             # proven on the GPU, says the save copies from it.
-            where = where.weaker(Confidence.LOW)
+            where = where.weaker(Certainty.LOW)
         context = self.context()
         if context in ("init", "test") or (self.function is None and context not in ("loop", "interval")):
-            where = where.weaker(Confidence.LOW)
+            where = where.weaker(Certainty.LOW)
         self._report(call, where, "copies the GPU tensors it saves to the host")
 
     def _gpu_data_in(self, value: cst.BaseExpression, depth: int = 0) -> Where | None:
@@ -471,8 +472,9 @@ class HostRead(Rule):
         module = receiver.value if receiver is not None else value
         where = self.where(module)
         if where.is_module:
-            placed = Confidence.MEDIUM if where.confidence is Confidence.HIGH else Confidence.LOW
-            return Where(Place.DEVICE, placed, f"{MODULE_TENSORS} `{one_line(self.code_of(module), 30)}`: {where.because}")
+            placed = Certainty.MEDIUM if where.certainty is Certainty.HIGH else Certainty.LOW
+            return Where(Place.DEVICE, placed, f"{MODULE_TENSORS} `{one_line(self.code_of(module), 30)}`: {where.because}",
+                         basis=Basis.MODULE_STATE)
         return where if where.on_device else None
 
     def _check_builtin(self, call: cst.Call, name: str) -> None:
@@ -503,7 +505,7 @@ class HostRead(Rule):
             # A field (`meta.seq_lens.cpu()`, `model.lm_head.weight.cpu()`) is device state more often
             # than not; a local name is as often a value already on the host, normalised: on vLLM
             # 0.33.0, 2 of 2 judged fields were on the GPU, 3 of 12 names.
-            sure = Confidence.MEDIUM if isinstance(receiver, cst.Attribute) else Confidence.LOW
+            sure = Certainty.MEDIUM if isinstance(receiver, cst.Attribute) else Certainty.LOW
             where = Where(Place.DEVICE, sure, f"`.cpu()` moves {one_line(self.code_of(receiver))} to the host, so it is a tensor, likely on the GPU")
             self._report(call, where, "copies the values to the host")
         elif method in ("item", "tolist") and id(call) not in self._tested_items:
@@ -530,7 +532,7 @@ class HostRead(Rule):
             # tensor of unknown device copied into a host buffer is as often host data staged into pinned memory.
             source = self.where(call.args[0].value)
             if self.where(receiver).place is Place.HOST_TENSOR and source.on_device and (
-                    source.confidence >= Confidence.HIGH or source.from_module_output):
+                    source.certainty >= Certainty.HIGH or source.from_module_output):
                 self._report(call, source, "is a blocking copy into host memory")
         elif method == "update" and call.args and self._is_aggregation_metric(receiver):
             # torchmetrics' aggregation metrics check each value for NaN on the host
@@ -540,7 +542,7 @@ class HostRead(Rule):
         elif method in SCALER_READS and "scaler" in self.code_of(receiver).lower():
             # torch.amp.GradScaler reads its device state on the host: the scale (`get_scale`,
             # `state_dict`) and whether gradients overflowed (`step`).
-            where = Where(Place.DEVICE, Confidence.MEDIUM, f"GradScaler.{method}() {SCALER_READS[method]}")
+            where = Where(Place.DEVICE, Certainty.MEDIUM, f"GradScaler.{method}() {SCALER_READS[method]}")
             self._report(call, where, "reads the scaler's state on the GPU")
         elif method == "format" and isinstance(receiver, (cst.SimpleString, cst.ConcatenatedString)):
             for arg in call.args:
@@ -646,7 +648,10 @@ class HostRead(Rule):
                 return
         indexed = self.where(node.value)
         if indexed.place is Place.HOST_TENSOR:
-            self._check_host_tensor_index(node)
+            self._check_host_index(node, "a host tensor", "which the host reads first")
+            return
+        if indexed.place is Place.HOST and not indexed.mapping and not indexed.is_none and not is_host_guess(indexed):
+            self._check_host_index(node, "a host sequence", "which Python reads as an int")
             return
         if not (indexed.on_device or indexed.place is Place.UNKNOWN):
             return
@@ -669,27 +674,24 @@ class HostRead(Rule):
             )
             return
 
-    def _check_host_tensor_index(self, node: cst.Subscript) -> None:
+    def _check_host_index(self, node: cst.Subscript, indexed: str, read: str) -> None:
         """`alphas_cumprod[t]` with `alphas_cumprod` a host tensor and `t` a GPU tensor: a host tensor takes a
-        GPU index only as a 0-d tensor or a mask, and reads it on the host (measured: waits; any other GPU
-        index raises)."""
+        GPU index only as a 0-d tensor or a mask, and reads it on the host (measured: waits; any other GPU index
+        raises). `table[i]` with `table` a list, tuple or array on the host and `i` a GPU tensor (an element of
+        `for i in gpu_tensor:`, `logits.argmax()`): Python asks the tensor for an int (`__index__`)."""
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index) and (where := self.where(index.value)).on_device:
-                self.report_where(
-                    node,
-                    f"`{one_line(self.code_of(node))}` indexes a host tensor with the GPU tensor "
-                    f"`{one_line(self.code_of(index.value))}`, which the host reads first; the host waits for the GPU",
-                    where,
-                )
+                self.report_where(node, f"`{one_line(self.code_of(node))}` indexes {indexed} with the GPU tensor "
+                                        f"`{one_line(self.code_of(index.value))}`, {read}; the host waits for the GPU", where)
                 return
 
     def _indexed_by_a_tensor(self, value: cst.BaseExpression) -> Where:
         in_module = self.function is not None and self.is_module_class(self.class_of(self.function))
         text = one_line(self.code_of(value))
         if in_module:
-            return Where(Place.DEVICE, Confidence.MEDIUM, f"`{text}` is indexed by a tensor, so it is one; in an nn.Module it likely lives on the GPU")
-        return Where(Place.DEVICE, Confidence.LOW, f"`{text}` is indexed by a tensor, so it is one, of unknown device")
+            return Where(Place.DEVICE, Certainty.MEDIUM, f"`{text}` is indexed by a tensor, so it is one; in an nn.Module it likely lives on the GPU")
+        return Where(Place.DEVICE, Certainty.LOW, f"`{text}` is indexed by a tensor, so it is one, of unknown device")
 
     def _report_slice_bound(self, node: cst.Subscript, bound: cst.BaseExpression) -> bool:
         where = self.where(bound)
@@ -739,7 +741,7 @@ class HostRead(Rule):
     # ---- reporting ---------------------------------------------------------------------
 
     def report_where(self, node: cst.CSTNode, message: str, where: Where, fix=None) -> None:
-        if where.confidence < Confidence.HIGH and self.host_code:
+        if where.certainty < Certainty.HIGH and self.host_code:
             return  # CPU kernels: a tensor of unknown device there is a host tensor
         super().report_where(node, message, where, fix)
 
@@ -764,7 +766,7 @@ class HostRead(Rule):
         self.report_where(node, f"`{one_line(self.code_of(node))}` {what}; the host waits for the GPU", where)
 
     def _named(self, value: cst.BaseExpression, where: Where) -> str:
-        if where.confidence >= Confidence.HIGH:
+        if where.certainty >= Certainty.HIGH:
             return f"the CUDA tensor `{one_line(self.code_of(value))}`"
         return f"the tensor `{one_line(self.code_of(value))}`"
 

@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from synclint.model import Applicability, Confidence
+from synclint.evidence import Certainty
 from synclint.rule import Invalid, Replacement, Rule, Valid
 from synclint.syntax import dotted_name, find_all, method_call
 
@@ -141,7 +142,7 @@ class PlaceholderForwardScan(Rule):
         if not (growing or is_minus_one) or self.where(receiver).is_tensor:
             return
         history = list_name is not None and re.search(r"token_ids|output", list_name, re.IGNORECASE) is not None
-        confidence = Confidence.HIGH if is_minus_one and history else Confidence.MEDIUM
+        confidence = Certainty.HIGH if is_minus_one and history else Certainty.MEDIUM
         text = self.code_of(node)
         message = (
             f"`{text}` scans the list from the front for placeholders that sit at its end;"
@@ -150,7 +151,7 @@ class PlaceholderForwardScan(Rule):
         self.report(
             node,
             message,
-            confidence=confidence,
+            certainty=confidence,
             because=f"{self.code_of(sentinel)} marks unfilled slots at the end of {self.code_of(receiver)}",
             fix=self._backward_scan(node, receiver, sentinel),
         )

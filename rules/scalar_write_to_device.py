@@ -11,6 +11,7 @@ import libcst as cst
 from synclint.devices.conventions import MASK_NAME
 from synclint.devices.lattice import Place
 from synclint.model import Applicability, Confidence
+from synclint.evidence import Certainty
 from synclint.patterns import BoolTensors, one_line, statements_code, tensor_phrase
 from synclint.rule import Invalid, Replacement, Rule, Valid
 from synclint.syntax import dotted_name, find_all, method_call, parameter
@@ -235,36 +236,38 @@ class ScalarWriteToDevice(Rule):
         tensor = self.where(target.value)
         if not tensor.on_device:
             return
-        if tensor.confidence < Confidence.HIGH and self.host_code:
+        if tensor.certainty < Certainty.HIGH and self.host_code:
             return  # a module of CPU kernels: tensors of unknown device are host tensors
         value = self.where(assign.value)
-        confidence = tensor.confidence
+        confidence = tensor.certainty
         if value.place is Place.HOST_TENSOR:
-            if tensor.confidence < Confidence.HIGH:
+            if tensor.certainty < Certainty.HIGH:
                 return  # a host tensor written into a tensor of unknown device is likely a host copy
-            confidence = min(confidence, value.confidence)
+            confidence = min(confidence, value.certainty)
         elif value.is_tensor or value.is_none or not self._is_scalar(assign.value):
             return
         kinds = [self._index_kind(element) for element in target.slice]
         if Index.MASK in kinds:
             return
         through_sequence = Index.SEQUENCE in kinds
-        if not through_sequence:
-            if Index.VIEW in kinds:
-                return  # a view of more than one element is filled without a copy
-            rank = self._rank(target.value)
-            if rank is not None and rank > len(kinds):
-                return  # a whole row is filled, without a copy
-        written = "a host tensor" if value.place is Place.HOST_TENSOR else "a Python scalar"
-        where = "through an index list or tensor into" if through_sequence else "into one element of"
+        host_tensor = value.place is Place.HOST_TENSOR
+        # A scalar fills a view or a whole row without a copy; a host tensor is copied into it from
+        # pageable memory, which blocks (`buf[: len(ids)] = torch.tensor(ids)`).
+        into_view = not through_sequence and (Index.VIEW in kinds or (
+            (rank := self._rank(target.value)) is not None and rank > len(kinds)))
+        if into_view and not host_tensor:
+            return
+        written = "a host tensor" if host_tensor else "a Python scalar"
+        where = ("through an index list or tensor into" if through_sequence else "into a slice of" if into_view
+                 else "into one element of")
         message = (
             f"`{one_line(self.code_of(assign))}` writes {written} {where} `{one_line(self.code_of(target.value))}`, "
             f"which {tensor_phrase(tensor)}: a blocking host-to-device copy that waits for the GPU"
         )
         fix = None
-        if single_target and not through_sequence:
+        if single_target and not through_sequence and not into_view:
             fix = self._collect_then_index_put(assign, target, kinds)
-        self.report(assign, message, confidence=confidence, because=tensor.because, fix=fix)
+        self.report(assign, message, certainty=confidence, because=tensor.because, fix=fix)
 
     # ---- what is written ----------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from synclint.model import Confidence
+from synclint.evidence import Certainty
 from synclint.patterns import one_line
 from synclint.project.facts import SyncSite, short_name
 from synclint.rule import Invalid, Rule, Site, Valid
@@ -87,7 +88,7 @@ class SyncInCallee(Rule):
     called function down to the sync: `_prepare -> _max_penalty: `self.penalties.max().item()`
     at sampler.py:9`.
 
-    Confidence: high when the sync is in another file and on a value proven to be on the
+    Certainty: high when the sync is in another file and on a value proven to be on the
     device (a buffer made with `device=`, `.cuda()`, ...). Low, and hidden by default
     (`--min-confidence low` shows them), when it is on a tensor of unknown device, such as a
     helper's parameter annotated `torch.Tensor`, since callers often pass host tensors there;
@@ -174,7 +175,7 @@ class SyncInCallee(Rule):
             # torch.Tensor) depends on what callers pass: judged on vLLM 0.33.0, 24 of 38 such
             # calls were host tensors or branches the arguments rule out. Only a sync on a value
             # proven on the device travels at its confidence; the others are low (hidden by default).
-            confidence = Confidence.HIGH if fact.chain.confidence is Confidence.HIGH else Confidence.LOW
+            confidence = Certainty.HIGH if fact.chain.certainty is Certainty.HIGH else Certainty.LOW
             flag = fact.chain.site.flag
             if flag is not None:
                 # `def check(x, strict=False): if strict: ...sync...`: the call syncs only on that branch.
@@ -182,13 +183,13 @@ class SyncInCallee(Rule):
                 if state is False:
                     continue
                 if state is None:
-                    confidence = min(confidence, Confidence.MEDIUM)
+                    confidence = min(confidence, Certainty.MEDIUM)
                     because += f"; only when `{flag}` is true in {short_name(fact.chain.steps[-1])}()"
             if fact.chain.site.path == self.ctx.relpath:
                 # The wait is reported where it happens, in this file: the call adds how often, not where.
-                confidence = Confidence.LOW
+                confidence = Certainty.LOW
                 because += "; that line is reported itself, in this file"
-            self.report_at(site, node, message, confidence=confidence, because=because)
+            self.report_at(site, node, message, certainty=confidence, because=because)
 
 
 def _flag_state(call: cst.Call, site: SyncSite) -> bool | None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 import libcst as cst
 
 from synclint.model import Applicability, Confidence
+from synclint.evidence import Certainty
 from synclint.patterns import bool_operands, logical_nodes, statements_code, tensor_phrase
 from synclint.rule import Invalid, Replacement, Rule, Valid
 from synclint.syntax import find_all, method_call, parameter
@@ -210,11 +211,11 @@ class SyncInCondition(Rule):
             message = f"`{text}` copies a GPU value to the host to test it; the host waits for the GPU"
         else:
             message = f"`{text}` {tensor_phrase(where)}, used as a Python bool; the host waits for the GPU"
-            if where.confidence < Confidence.HIGH and self._may_be_none(operand):
+            if where.certainty < Certainty.HIGH and self._may_be_none(operand):
                 # `if mask:` of an optional tensor is a None check: the truth value of a tensor of
                 # more than one element raises, so code that works tests it for None.
                 why = f"{where.because}; but `{text}` may be None, and `if {text}:` reads as a None check"
-                where = replace(where, confidence=Confidence.LOW, because=why)
+                where = replace(where, certainty=Certainty.LOW, because=why)
         self.report_where(operand, message, where, fix=fix)
 
     def _may_be_none(self, operand: cst.BaseExpression) -> bool:

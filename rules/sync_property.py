@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from synclint.model import Applicability, Confidence
+from synclint.evidence import Certainty
 from synclint.patterns import one_line
 from synclint.rule import Invalid, Option, Replacement, Rule, Site, Valid
 from synclint.syntax import dotted_name
@@ -242,11 +243,11 @@ class SyncProperty(Rule):
     ) -> None:
         for owner, replacement in entries:
             if owner is None or (owners is not None and owner in owners):
-                confidence = Confidence.HIGH
+                confidence = Certainty.HIGH
             elif owners is None:
                 # The entry names a class and this value's class is unknown: another class may
                 # have a plain field of that name (vLLM's InputBatch.num_computed_tokens_cpu).
-                confidence = Confidence.LOW
+                confidence = Certainty.LOW
             else:
                 continue
             where = f"{owner}.{name}" if owner else name
@@ -258,7 +259,7 @@ class SyncProperty(Rule):
                 " device data to the host; the host waits for the GPU"
             )
             because = f"{where} is listed in `sync-properties`"
-            self.report(node, message, confidence=confidence, because=because, fix=fix)
+            self.report(node, message, certainty=confidence, because=because, fix=fix)
             return
 
     def _simple_names(self, receiver: str | None) -> set[str] | None:
@@ -291,11 +292,11 @@ class SyncProperty(Rule):
             if receiver is not None and index.is_known_class(receiver):
                 ancestors = index.ancestors(receiver)
                 found = [prop for prop in found if prop.owner in ancestors]
-                confidence_cap = Confidence.HIGH
+                confidence_cap = Certainty.HIGH
             elif index.is_plain_field(name) or len({prop.owner for prop in found}) > 1:
-                confidence_cap = Confidence.LOW  # may be another class's plain field
+                confidence_cap = Certainty.LOW  # may be another class's plain field
             else:
-                confidence_cap = Confidence.HIGH
+                confidence_cap = Certainty.HIGH
             if not found:
                 continue
             prop = found[0]
@@ -307,7 +308,7 @@ class SyncProperty(Rule):
             if prop.deprecated:
                 message += f"; deprecated: {prop.deprecated}"
             because = f"{defined} is a property defined at {prop.path}:{prop.row}"
-            self.report_at(site, node, message, confidence=min(prop.chain.confidence, confidence_cap), because=because)
+            self.report_at(site, node, message, certainty=min(prop.chain.certainty, confidence_cap), because=because)
 
 
 def _configured_table(table: dict) -> dict[str, list[tuple[str | None, str]]]:

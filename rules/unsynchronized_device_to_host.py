@@ -9,6 +9,7 @@ import libcst as cst
 
 from synclint.devices.lattice import Place, Where, is_host_guess
 from synclint.model import Confidence
+from synclint.evidence import Certainty
 from synclint.patterns import one_line
 from synclint.rule import Invalid, Rule, Valid
 from synclint.syntax import dotted_name, is_literal_true, keyword_arg, method_call
@@ -216,10 +217,10 @@ class UnsynchronizedDeviceToHost(Rule):
         # as a list of tensors says nothing about the tensor inside it.
         # (A host guess, an element of a container whose elements are not known, says nothing either.)
         host_memory = target.place is Place.HOST_TENSOR or (
-            target.place is Place.HOST and target.confidence < Confidence.HIGH and not is_host_guess(target))
+            target.place is Place.HOST and target.certainty < Certainty.HIGH and not is_host_guess(target))
         if name is None or not host_memory:
             return None
-        return name, source.weaker(target.confidence)
+        return name, source.weaker(target.certainty)
 
     # ---- waits -------------------------------------------------------------------------
 

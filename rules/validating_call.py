@@ -9,6 +9,7 @@ import libcst as cst
 
 from synclint.devices.lattice import Where, combine
 from synclint.model import Applicability, Confidence
+from synclint.evidence import Certainty
 from synclint.patterns import one_line
 from synclint.rule import Invalid, Replacement, Rule, Valid
 from synclint.syntax import argument, dotted_name, keyword_arg, method_call, positional_args
@@ -291,7 +292,7 @@ class ValidatingCall(Rule):
             return
         # Whether aten takes the syncing path depends on both lengths at run time, and most
         # test sets in practice are a few special token ids: a guess, so low confidence.
-        where = where.weaker(Confidence.LOW)
+        where = where.weaker(Certainty.LOW)
         message = (
             f"`{one_line(self.code_of(node))}` syncs 3 times inside aten once the test set is long (sort-based "
             "path), however the test set was copied to the GPU; keep it short or use a lookup table"

@@ -36,7 +36,8 @@ from synclint.devices.lattice import Where
 from synclint.devices.model import DeviceModel
 from synclint.devices.program import required_accelerator
 from synclint.fixlayout import FileLines, fit_edit
-from synclint.model import Confidence, Edit, Finding, Fix, Location
+from synclint import policy
+from synclint.model import Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
 from synclint.patterns import one_line
 from synclint.project.facts import ModuleSummary, ProjectFile
@@ -577,14 +578,13 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
         mark = noqa.get(row)
         if mark is not None and mark.silences(rule.code):
             continue
-        finding = Finding(
+        finding = policy.decided(Finding(
             code=rule.code,
             name=rule.name,
             message=report.message,
             filename=relpath,
             location=Location(row, span.start.column + 1),
             end_location=Location(span.end.line, span.end.column + 1),
-            confidence=report.confidence,
             context=report.context,
             because=_one_line(report.because),
             fix=_to_fix(ctx.module, positions, report.fix, report.indentation, layout, ctx.settings.fix_line_length)
@@ -592,7 +592,8 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
             noqa_row=row,
             source_line=lines[row - 1] if row - 1 < len(lines) else "",
             function=ctx.devices.symbols.owner_qualname(report.site.scope),
-        )
+            evidence=report.evidence,
+        ))
         key = (finding.code, row, finding.location.column, finding.end_location, finding.confidence, finding.context)
         findings.setdefault(key, finding)
     return sorted(findings.values(), key=lambda f: f.sort_key)
@@ -710,8 +711,8 @@ def _without_carried_parens(node: cst.CSTNode, new: cst.CSTNode) -> cst.CSTNode:
 def problem_finding(code_name: tuple[str, str], relpath: str, message: str, row: int = 1, column: int = 1,
                     line: str = "") -> Finding:
     code, name = code_name
-    return Finding(code, name, message, relpath, Location(row, column), Location(row, column + 1),
-                   Confidence.HIGH, "code", None, None, row, source_line=line)
+    return policy.decided(Finding(code, name, message, relpath, Location(row, column), Location(row, column + 1),
+                                  context="code", noqa_row=row, source_line=line))
 
 
 def _syntax_error(text: str, relpath: str, exc: cst.ParserSyntaxError) -> Finding:

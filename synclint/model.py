@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from synclint.evidence import Evidence
 
 
 def pickled_by_fields(cls):
@@ -102,6 +106,8 @@ class Finding:
     # The project function holding it (`pkg.mod.Class.m`; None at the top level): for what the project's
     # solve says of that function after the check (`project.run.with_frequency`).
     function: str | None = field(default=None, compare=False)
+    # The facts its confidence was decided from (`synclint.policy`); None for a file synclint could not check.
+    evidence: Evidence | None = None
 
     def explained(self) -> str:
         """The message and why synclint believes it (`because`, with the confidence) on a second

@@ -45,11 +45,11 @@ def logical_nodes(expr: cst.BaseExpression) -> Iterator[cst.CSTNode]:
 
 def tensor_phrase(where: Where) -> str:
     """How a message names the value: proven CUDA, or a tensor whose device is unknown."""
-    from synclint.model import Confidence
+    from synclint.evidence import Certainty
 
-    if where.confidence >= Confidence.HIGH:
+    if where.certainty >= Certainty.HIGH:
         return "is a CUDA tensor"
-    if where.confidence >= Confidence.MEDIUM:
+    if where.certainty >= Certainty.MEDIUM:
         return "is a tensor, likely on the GPU"
     return "may be a CUDA tensor"
 

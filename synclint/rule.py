@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import libcst as cst
 
+from synclint.evidence import Basis, Certainty, Evidence, Reach
 from synclint.model import Applicability, Confidence
 from synclint.syntax import Scope, statements
 
@@ -99,10 +100,17 @@ class Site:
 class Report:
     node: cst.CSTNode
     message: str
-    confidence: Confidence
-    because: str | None
+    evidence: Evidence
     fix: Replacement | None
     site: Site
+
+    @property
+    def certainty(self) -> Certainty:
+        return self.evidence.value
+
+    @property
+    def because(self) -> str | None:
+        return self.evidence.because
 
     @property
     def context(self) -> str:
@@ -329,15 +337,16 @@ class Rule:
         node: cst.CSTNode,
         message: str,
         *,
-        confidence: Confidence = Confidence.HIGH,
+        certainty: Certainty = Certainty.HIGH,
         because: str | None = None,
+        basis: Basis = Basis.OTHER,
         fix: Replacement | None = None,
     ) -> None:
-        self.report_at(self.ctx.site(), node, message, confidence=confidence, because=because, fix=fix)
+        self.report_at(self.ctx.site(), node, message, certainty=certainty, because=because, basis=basis, fix=fix)
 
     def report_where(self, node: cst.CSTNode, message: str, where: "Where", fix: Replacement | None = None) -> None:
-        """Report a value on the device, with the confidence and reason the device model gave."""
-        self.report(node, message, confidence=where.confidence, because=where.because, fix=fix)
+        """Report a value on the device, with the certainty, basis and reason the device model gave."""
+        self.report(node, message, certainty=where.certainty, because=where.because, basis=where.basis, fix=fix)
 
     def report_at(
         self,
@@ -345,30 +354,29 @@ class Rule:
         node: cst.CSTNode,
         message: str,
         *,
-        confidence: Confidence = Confidence.HIGH,
+        certainty: Certainty = Certainty.HIGH,
         because: str | None = None,
+        basis: Basis = Basis.OTHER,
         fix: Replacement | None = None,
     ) -> None:
-        """Report a node met earlier in the walk, at the site taken then (from `finish`)."""
-        accelerator = (site.platform or self.ctx.accelerator(site.scope)) if confidence > Confidence.LOW else None
-        if accelerator is not None:
-            # The host waits there too, but not for a CUDA GPU: not what a default run is for.
-            confidence = Confidence.LOW
-            because = f"{accelerator} code, not CUDA" + (f"; {because}" if because else "")
-        elif confidence > Confidence.LOW and self.syncs and (cls := self.ctx.host_side_class(site.scope)):
+        """Report a node met earlier in the walk, at the site taken then (from `finish`), with the
+        evidence the rule has and what the site adds: how often the line runs and whether ordinary
+        use reaches a CUDA GPU there. The confidence is the policy's (`synclint.policy`), not the rule's."""
+        evidence = Evidence(certainty, site.context, basis, facts=(because,) if because else (), wait=self.syncs)
+        if accelerator := (site.platform or self.ctx.accelerator(site.scope)):
+            # The host waits there too, but not for a CUDA GPU.
+            evidence = Evidence(certainty, site.context, basis, Reach.ACCELERATOR,
+                                (f"{accelerator} code, not CUDA", *evidence.facts), self.syncs)
+        elif self.syncs and (cls := self.ctx.host_side_class(site.scope)):
             # A multimodal processor prepares a model's inputs on the host, before the GPU sees them.
-            confidence = Confidence.LOW
-            because = (f"{because}; " if because else "") + f"in {cls}, which prepares inputs on the host"
-        elif site.context == "init" and confidence > Confidence.LOW and self.syncs:
+            evidence = evidence.with_fact(f"in {cls}, which prepares inputs on the host", reach=Reach.HOST_SIDE)
+        elif site.context == "init" and self.syncs:
             # Set-up code (`__init__`, `load_weights`, `setup`), a `__main__` block, an error path: once, not per step.
-            confidence = Confidence.LOW
-            because = (f"{because}; " if because else "") + (site.once or "in set-up code, which runs once")
+            evidence = evidence.with_fact(site.once or "in set-up code, which runs once")
         elif site.interval is not None and self.syncs:
             # `if step % log_interval == 0:` pays once every so many steps, not every step.
-            if confidence is Confidence.HIGH:
-                confidence = Confidence.MEDIUM
-            because = (f"{because}; " if because else "") + site.interval
-        self.ctx.reports.append((self, Report(node, message, confidence, because, fix, site)))
+            evidence = evidence.with_fact(site.interval)
+        self.ctx.reports.append((self, Report(node, message, evidence, fix, site)))
 
     def finish(self) -> None:
         """Called once after the walk, when `self.ctx.index` (this file's functions joined with

@@ -3,6 +3,13 @@ in a subprocess), check code in memory."""
 
 from __future__ import annotations
 
+import os
+
+# Rules and the engine are tested under the uncalibrated policy (the device model's certainty is the
+# confidence): what they check must not change when bench/calibrate.py is given more labelled data.
+# tests/test_policy.py checks the calibrated table and the policy's use of it.
+os.environ["SYNCLINT_UNCALIBRATED"] = "1"
+
 import contextlib
 import io
 import json

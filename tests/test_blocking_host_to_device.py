@@ -10,6 +10,7 @@ import pytest
 from rules.blocking_host_to_device import BlockingHostToDevice
 from synclint.devices.lattice import Place
 from synclint.devices.model import DeviceModel
+from synclint.evidence import Certainty
 from synclint.model import Applicability, Confidence
 from synclint.testing import check_snippet, fix_snippet
 
@@ -271,7 +272,7 @@ def test_concatenation_of_a_list_of_tensors_is_of_unknown_device():
     for statement in module.body[2:]:
         value = statement.body[0].value
         where = model.where(value, module, statement.body[0])
-        assert (where.place, where.confidence) == (Place.DEVICE, Confidence.LOW), where
+        assert (where.place, where.certainty) == (Place.DEVICE, Certainty.LOW), where
 
 
 def test_a_position_of_a_returned_tuple_keeps_its_place():

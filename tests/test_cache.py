@@ -10,6 +10,7 @@ from conftest import run_cli
 
 from synclint.cache.entries import Entry
 from synclint.cache.store import FORMAT
+from synclint.evidence import Basis, Certainty, Evidence
 
 SYNC = "import torch\nx = torch.zeros(1, device='cuda')\nif x.any():\n    pass\n"
 
@@ -128,13 +129,15 @@ def test_what_the_cache_keeps_comes_back_equal():
         SyncSite,
     )
 
-    gpu = Where(Place.DEVICE, Confidence.MEDIUM, "x is annotated", items=(Where(Place.HOST, Confidence.HIGH),))
-    site = SyncSite("SYNC102", "x.item()", "app/a.py", 7, Confidence.HIGH, once="self._t is None")
-    chain = Chain(("app.a.f", "app.a.g"), site, Confidence.MEDIUM)
+    gpu = Where(Place.DEVICE, Certainty.MEDIUM, "x is annotated", items=(Where(Place.HOST, Certainty.HIGH),),
+                basis=Basis.ANNOTATION)
+    site = SyncSite("SYNC102", "x.item()", "app/a.py", 7, Certainty.HIGH, once="self._t is None")
+    chain = Chain(("app.a.f", "app.a.g"), site, Certainty.MEDIUM)
     kept = [
         Finding("SYNC102", "host-read", "message", "app/a.py", Location(7, 5), Location(7, 13), Confidence.MEDIUM,
                 "loop", "why", Fix(Applicability.UNSAFE, "fix it", (Edit("y", Location(7, 5), Location(7, 6)),),
-                                   ("import torch",)), 7, 3, "    x.item()"),
+                                   ("import torch",)), 7, 3, "    x.item()",
+                evidence=Evidence(Certainty.MEDIUM, "loop", Basis.ANNOTATION, facts=("why",))),
         ModuleSummary("app.a", "app/a.py",
                       {"app.a.f": FunctionSummary("app.a.f", "app/a.py", 3, True, "old", site, ("app.a.g",), ("app.a.C.p",),
                                                   gpu, ("app.a.h",), ("x", "y", "k"), 2, {"app.a.g": {0: gpu, "k": gpu}},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from synclint.evidence import Certainty
 from synclint.model import Confidence
 from synclint.rules.host_read import HostRead
 from synclint.rules.sync_in_condition import SyncInCondition
@@ -429,3 +430,20 @@ def test_a_helper_named_for_moving_a_tensor_to_the_device_returns_a_device_tenso
     [finding] = check_snippet(HostRead, code)
     assert (finding.location.row, finding.confidence) == (6, Confidence.MEDIUM)
     assert finding.because == "moved by tensor_to_device(...), which by its name puts it on the device"
+
+
+def test_a_host_sequence_indexed_by_a_gpu_value_reads_it_as_an_int():
+    # Python asks a 0-d tensor for `__index__` to index a list: it reads the value on the host. Iterating a
+    # GPU tensor yields GPU tensors, so each `table[i]` waits; a dict hashes a tensor by identity (no read).
+    code = (
+        "import torch\n\ndef step():\n    table = [1, 2, 3]\n    names = {'a': 1}\n"
+        "    x = torch.zeros(4, dtype=torch.long, device='cuda')\n    top = x.argmax()\n"
+        "    v = table[top]\n    for i in x:\n        print(table[i])\n    return v, names[top]\n"
+    )
+    found = check_snippet(HostRead, code, min_confidence=Confidence.LOW)
+    assert [(f.location.row, f.message, f.evidence.value if f.evidence else None) for f in found] == [
+        (8, "`table[top]` indexes a host sequence with the GPU tensor `top`, which Python reads as an int; "
+            "the host waits for the GPU", Certainty.HIGH),
+        (10, "`table[i]` indexes a host sequence with the GPU tensor `i`, which Python reads as an int; "
+             "the host waits for the GPU", Certainty.HIGH),
+    ]

@@ -176,3 +176,14 @@ def test_fix_writes_a_value_wrapped_over_lines_on_one_line():
     fixed = fix_snippet(ScalarWriteToDevice, code, {"line-length": 120})  # no line broken
     assert "out.new_full((len(" in fixed and "), tokens[k]))\n" in fixed
     compile(fixed, "example.py", "exec")
+
+
+def test_a_host_tensor_written_into_a_slice_of_a_gpu_buffer_is_a_blocking_copy():
+    # `buf[: len(ids)] = torch.tensor(ids)` copies from pageable host memory, which waits (the catalogue's
+    # `x[0] = torch.tensor(1.0)`, a CPU tensor written into a CUDA one); a scalar fills the slice without a copy.
+    code = CUDA_1D + "def step(ids: list[int]):\n    x[: len(ids)] = torch.tensor(ids)\n    x[:4] = 0\n"
+    found = findings(code)
+    assert [(f.location.row, f.location.column, f.message) for f in found] == [
+        (4, 5, "`x[: len(ids)] = torch.tensor(ids)` writes a host tensor into a slice of `x`, which is a CUDA "
+               "tensor: a blocking host-to-device copy that waits for the GPU")]
+    assert found[0].fix is None  # the loop fix collects scalars; a slice has nothing to collect

@@ -21,7 +21,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from synclint.config import build_settings
 from synclint.devices.lattice import Place, Where
 from synclint.engine import FileContext, analyse
-from synclint.model import Confidence
+from synclint.evidence import Certainty
 from synclint.project.facts import ModuleSummary, ProjectFile
 from synclint.project.index import ProjectIndex
 
@@ -100,7 +100,7 @@ def _file(path: Path) -> tuple[FileContext, dict]:
 
 
 def _describe(where: Where) -> str:
-    return f"{where.place.value} {where.confidence} ({where.because})"
+    return f"{where.place.value} {where.certainty} ({where.because})"
 
 
 @pytest.mark.parametrize("path, row, expected", list(_expectations()))
@@ -110,7 +110,7 @@ def test_where(path: Path, row: int, expected: re.Match):
     where = ctx.devices.where(_value(statement), scope, statement)
     assert where.place is Place(expected["place"]), _describe(where)
     if expected["confidence"]:
-        assert where.confidence is Confidence.parse(expected["confidence"]), _describe(where)
+        assert where.certainty is Certainty.parse(expected["confidence"]), _describe(where)
     if expected["because"]:
         assert expected["because"] in (where.because or ""), _describe(where)
 

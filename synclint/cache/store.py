@@ -21,7 +21,7 @@ from pathlib import Path
 from synclint import __version__
 
 DEFAULT_DIR = ".synclint_cache"
-FORMAT = 9  # bump when the pickled content changes shape (9: ProjectIndex.once, Finding.function)
+FORMAT = 10  # bump when the pickled content changes shape (10: Finding.evidence, Where.basis)
 # What a stored pickle that another version of synclint wrote can raise when read: a miss.
 UNREADABLE = (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError)
 
@@ -34,7 +34,10 @@ def code_fingerprint(extra_folders: tuple[Path, ...] = ()) -> str:
     rules = __import__("synclint.rules", fromlist=["__path__"])
     folders += [Path(p) for p in rules.__path__]
     folders += list(extra_folders)
-    digest = hashlib.sha256(f"{__version__}:{FORMAT}".encode())
+    from synclint.policy import UNCALIBRATED
+
+    # The confidence a finding is kept with depends on the policy's table being in force or not.
+    digest = hashlib.sha256(f"{__version__}:{FORMAT}:{bool(os.environ.get(UNCALIBRATED))}".encode())
     for folder in folders:
         for root, dirs, files in os.walk(folder):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")

@@ -14,6 +14,7 @@ import libcst as cst
 
 from synclint.devices.evaluate import Evaluator
 from synclint.devices.lattice import Place, is_sure_host
+from synclint.evidence import Basis
 from synclint.syntax import Scope, code_text, dotted_name, keyword_arg, own_method, self_attribute, small_holding
 from synclint.traversal import walk
 
@@ -261,7 +262,7 @@ def _host_at_every_call(model: "DeviceModel", calls: list[CallSite], name: str, 
         if arg is None:
             return None  # the default, or through *args
         where = Evaluator(model, scope, model.facts(scope).env_before.get(id(stmt), {})).eval(arg)
-        named_host = where.place is Place.HOST and "by its name" in (where.because or "")
+        named_host = where.place is Place.HOST and where.basis is Basis.NAME
         if not named_host and not is_sure_host(where):
             # A Python value where a tensor is annotated says nothing sure (but a value named
             # for the host, `meta.grid_thw_cpu`, is a host tensor there), nor does a host

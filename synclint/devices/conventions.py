@@ -19,12 +19,12 @@ import fnmatch
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from synclint.devices.lattice import HOST, Place, Where, device, host_tensor
-from synclint.model import Confidence
+from synclint.evidence import Basis, Certainty
 
 # ---- names of values ----------------------------------------------------------------------
 
@@ -49,17 +49,17 @@ class NameConventions:
 
     def classify(self, name: str) -> Where | None:
         if name in self.host_fields:
-            return Where(Place.HOST_TENSOR, Confidence.MEDIUM,
-                         f"{name} is a multimodal input the project declares with keep_on_cpu=True")
+            return Where(Place.HOST_TENSOR, Certainty.MEDIUM,
+                         f"{name} is a multimodal input the project declares with keep_on_cpu=True", basis=Basis.NAME)
         if _any_of(self.host).match(name):
-            return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a host value by its name")
+            return Where(Place.HOST, Certainty.MEDIUM, f"{name} is a host value by its name", basis=Basis.NAME)
         if _any_of(self.device).match(name):
             if _FLAG_NAME.match(name):
                 # `_is_cuda`, `use_gpu`, `has_cuda`: a yes/no answer about the device, not a tensor on it.
-                return Where(Place.HOST, Confidence.MEDIUM, f"{name} is a flag by its name")
-            return device(f"{name} is on the device by its name", Confidence.MEDIUM)
+                return Where(Place.HOST, Certainty.MEDIUM, f"{name} is a flag by its name", basis=Basis.NAME)
+            return replace(device(f"{name} is on the device by its name", Certainty.MEDIUM), basis=Basis.NAME)
         if _any_of(self.modules).match(name) and not VERB_NAME.match(name):
-            return Where(Place.MODULE, Confidence.LOW, f"{name} is a model by its name")
+            return Where(Place.MODULE, Certainty.LOW, f"{name} is a model by its name", basis=Basis.NAME)
         return None
 
 
@@ -97,7 +97,7 @@ def is_settings_namespace(expr: cst.BaseExpression) -> bool:
 def classify_buffer_field(attr: str) -> Where | None:
     """vLLM's `CpuGpuBuffer` pairs a tensor on each side: `buf.gpu`, `buf.cpu`, and `buf.np`."""
     if attr == "gpu":
-        return device("a .gpu buffer", Confidence.MEDIUM)
+        return device("a .gpu buffer", Certainty.MEDIUM)
     if attr == "cpu":
         return host_tensor("a .cpu buffer")
     if attr == "np":

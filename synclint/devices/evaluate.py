@@ -21,7 +21,7 @@ from synclint.devices.conventions import (
     classify_buffer_field,
     is_settings_namespace,
 )
-from synclint.devices.placement import Placement
+from synclint.devices.placement import Placement, spec_basis
 from synclint.devices.lattice import (
     HOST,
     MODULE_OUTPUT,
@@ -63,7 +63,7 @@ from synclint.devices.torch_api import (
     TORCH_LIKE_FACTORIES,
     returns_a_tensor,
 )
-from synclint.model import Confidence
+from synclint.evidence import Basis, Certainty
 from synclint.syntax import (
     Scope,
     code_text,
@@ -107,7 +107,7 @@ class Evaluator(Placement):
             return HOST
         items = tuple(self.eval(e.value) for e in expr.elements)
         tensors = [w for w in items if w.is_tensor]
-        return Where(Place.HOST, Confidence.HIGH, items=items, element=join_all(tensors) if len(tensors) == len(items) else None)
+        return Where(Place.HOST, Certainty.HIGH, items=items, element=join_all(tensors) if len(tensors) == len(items) else None)
 
     _eval_List = _eval_Tuple
     _eval_SetComp = _eval_DictComp = _eval_Lambda = _host
@@ -119,7 +119,7 @@ class Evaluator(Placement):
         tensors = [w for w in values if w.is_tensor]
         keys = [string_key(e.key) if isinstance(e, cst.DictElement) else None for e in expr.elements]
         by_key = len(set(keys)) == len(keys) and all(isinstance(k, str) for k in keys)
-        return Where(Place.HOST, Confidence.HIGH, mapping=True,
+        return Where(Place.HOST, Certainty.HIGH, mapping=True,
                      element=join_all(tensors) if tensors and len(tensors) == len(expr.elements) else None,
                      items=tuple(values) if by_key else None,  # `{"loss": loss, "n": n}["loss"]`
                      keys=tuple(k for k in keys if k is not None) if by_key else None)
@@ -150,7 +150,7 @@ class Evaluator(Placement):
         """A list built by a comprehension: a host value whose elements live where its `elt` does
         (`[t.cuda() for t in ts]`)."""
         element = self.within(expr).eval(expr.elt)
-        return Where(Place.HOST, Confidence.HIGH, element=element if element.is_tensor else None)
+        return Where(Place.HOST, Certainty.HIGH, element=element if element.is_tensor else None)
 
     _eval_GeneratorExp = _eval_ListComp
 
@@ -186,7 +186,7 @@ class Evaluator(Placement):
         if known is not None and self.model.conventions.is_batch(name):
             # `for batch in loader:`, `batch = next(it)`: a dict or tuple of a data loader's tensors
             # (a parameter named `batch` is as often a host-side batch object)
-            return Where(Place.HOST, Confidence.HIGH, element=self.model_tensor(f"{name} is a batch of a data loader"))
+            return Where(Place.HOST, Certainty.HIGH, element=self.model_tensor(f"{name} is a batch of a data loader"))
         used = self._used_as_tensor(name)
         return _as_a_loss(name, used) if used is not None else UNKNOWN
 
@@ -227,18 +227,18 @@ class Evaluator(Placement):
             owner = self.eval(expr.value)
             if owner.is_module:
                 if attr in MODULE_TENSOR_ATTRIBUTES:
-                    return device(f"{code_text(expr)} is a module's parameter", Confidence.MEDIUM)
+                    return device(f"{code_text(expr)} is a module's parameter", Certainty.MEDIUM)
                 if VERB_NAME.match(attr):
                     return UNKNOWN  # a bound method kept to call later (`self.base_model.prepare_inputs_for_generation`)
                 return owner  # a submodule (where its module is), or a method to call (`_module_method` knows which)
             if owner.on_device and attr in OUTPUT_FIELDS:
                 return owner  # `outputs.loss`: a field of a model's output
-            if owner.place is Place.HOST_TENSOR and owner.confidence is Confidence.HIGH and not VERB_NAME.match(attr):
+            if owner.place is Place.HOST_TENSOR and owner.certainty is Certainty.HIGH and not VERB_NAME.match(attr):
                 # A field of what was moved to the host (`instances.to(cpu_device).pred_boxes`): there too.
                 return host_tensor(f"{code_text(expr)} is a field of a value moved to the host")
         if is_settings_namespace(expr.value):
             # `args.gpu`, `self.config.device_batch`: parsed flags and settings are Python values.
-            return Where(Place.HOST, Confidence.MEDIUM, f"{code_text(expr)} is a setting")
+            return Where(Place.HOST, Certainty.MEDIUM, f"{code_text(expr)} is a setting")
         return classify_buffer_field(attr) or self.model.conventions.classify(attr) or UNKNOWN
 
     # compound expressions ----------------------------------------------------------
@@ -313,7 +313,7 @@ class Evaluator(Placement):
         if isinstance(returned_as, cst.SimpleString) and returned_as.evaluated_value == "pt":
             # A tokenizer's or a processor's output (`tok(text, return_tensors="pt")`): CPU tensors.
             made = host_tensor(f"{code_text(func)}(..., return_tensors=\"pt\") makes CPU tensors")
-            return Where(Place.HOST, Confidence.HIGH, made.because, element=made, mapping=True)
+            return Where(Place.HOST, Certainty.HIGH, made.because, element=made, mapping=True)
         if name in SAME_PLACE_CALLS and call.args and call.args[0].keyword is None:
             passed = self.eval(call.args[0].value)
             if passed.is_tensor or passed.items is not None:
@@ -326,7 +326,7 @@ class Evaluator(Placement):
             if func.value in ("list", "tuple", "sorted", "reversed") and len(call.args) == 1 and not call.args[0].star:
                 # `tuple(t.cuda() for t in ts)`, `list(d.values())`: a host sequence of the iterable's elements
                 element = self.element_of(call.args[0].value)
-                return Where(Place.HOST, Confidence.HIGH, element=element) if element.is_tensor else HOST
+                return Where(Place.HOST, Certainty.HIGH, element=element) if element.is_tensor else HOST
             if func.value in HOST_BUILTINS:
                 return HOST
             if func.value in ("max", "min", "sum"):
@@ -348,15 +348,15 @@ class Evaluator(Placement):
             if returned.on_device and returned.because:
                 # (Only where its body computes the tensor: a `-> torch.Tensor` alone is as unsure as before.)
                 computed = any(w.place is not Place.UNKNOWN for w in self.model.facts(target).returns)
-                given = self._given_gpu_tensor(call) if returned.confidence is Confidence.LOW and computed else None
+                given = self._given_gpu_tensor(call) if returned.certainty is Certainty.LOW and computed else None
                 if given is not None:
-                    return device(f"returned by {target.name.value}() from GPU tensors ({given.because})", Confidence.MEDIUM)
-                return Where(returned.place, returned.confidence, f"returned by {target.name.value}(): {returned.because}")
+                    return device(f"returned by {target.name.value}() from GPU tensors ({given.because})", Certainty.MEDIUM)
+                return Where(returned.place, returned.certainty, f"returned by {target.name.value}(): {returned.because}")
             return returned
         if isinstance(func, cst.Name) and func.value in self.symbols.classes:
             cls = self.symbols.classes[func.value]
             if self.symbols.is_module_class(cls):
-                return Where(Place.MODULE, Confidence.LOW, f"{func.value}(...) is an nn.Module")
+                return Where(Place.MODULE, Certainty.LOW, f"{func.value}(...) is an nn.Module")
             return HOST  # an instance of a local class
         if isinstance(func, (cst.Name, cst.Subscript)) or (isinstance(func, cst.Attribute) and not isinstance(func.value, cst.Call)):
             called = self.eval(func)
@@ -374,7 +374,8 @@ class Evaluator(Placement):
         if target is not None:
             placed = self.device_of(target)
             return placed if placed.place is not Place.UNKNOWN else None
-        return device(f"moved by {name}(...), which by its name puts it on the device", Confidence.MEDIUM)
+        return replace(device(f"moved by {name}(...), which by its name puts it on the device", Certainty.MEDIUM),
+                       basis=Basis.NAME)
 
     # tensors whose device the code does not say ------------------------------------
 
@@ -384,26 +385,27 @@ class Evaluator(Placement):
         runs a model), of unknown device elsewhere."""
         model_code = self._model_code()
         if model_code is not None:
-            return device(f"{because}, {model_code}", Confidence.MEDIUM)
+            return device(f"{because}, {model_code}", Certainty.MEDIUM)
         # Outside model code, a file or a package that puts data on the GPU is no evidence enough:
         # judged on six projects built without them, 5 of 14 such findings were real (a file)
         # and 6 of 19 (a package): drivers, evaluators and data code work on the host.
-        return Where(Place.DEVICE, Confidence.LOW, f"{because}, of unknown device")
+        return Where(Place.DEVICE, Certainty.LOW, f"{because}, of unknown device")
 
     def model_tensor(self, because: str) -> Where:
         """A tensor that flows from a model (its output, its loss, its parameters): on the GPU in a
         file that puts its model or data there, and in model code; of unknown device elsewhere."""
         placed = self.model.accelerator_use()
         if placed is not None:
-            return device(f"{because}, in a file that puts its model or data on the GPU (`{placed}`)", Confidence.MEDIUM)
+            return device(f"{because}, in a file that puts its model or data on the GPU (`{placed}`)", Certainty.MEDIUM)
         return self.tensor(because)
 
     def module_output(self, module: Where, func: cst.BaseExpression) -> Where:
         """What calling an nn.Module gives: tensors on the module's device."""
         text = code_text(func)
-        if module.confidence is Confidence.HIGH and module.because:
-            return device(f"{text}(...) {MODULE_RUN} ({module.because})", Confidence.MEDIUM)
-        return self.model_tensor(f"{text}(...) {MODULE_OUTPUT}")
+        if module.certainty is Certainty.HIGH and module.because:
+            return replace(device(f"{text}(...) {MODULE_RUN} ({module.because})", Certainty.MEDIUM),
+                           basis=Basis.MODULE_OUTPUT)
+        return replace(self.model_tensor(f"{text}(...) {MODULE_OUTPUT}"), basis=Basis.MODULE_OUTPUT)
 
     def _model_code(self) -> str | None:
         """How the code being evaluated is model code (None: it is not): a method of an nn.Module,
@@ -428,17 +430,17 @@ class Evaluator(Placement):
         returned = fact.returns
         if returned.on_device and returned.because:
             where = f"{fact.qualname.rsplit('.', 1)[-1]}() ({fact.path}:{fact.row})"
-            if returned.confidence is Confidence.LOW:
+            if returned.certainty is Certainty.LOW:
                 given = self._given_gpu_tensor(call)
                 if given is not None:
-                    return device(f"returned by {where} from GPU tensors ({given.because})", Confidence.MEDIUM)
-            return Where(returned.place, returned.confidence, f"returned by {where}: {returned.because}")
+                    return device(f"returned by {where} from GPU tensors ({given.because})", Certainty.MEDIUM)
+            return Where(returned.place, returned.certainty, f"returned by {where}: {returned.because}")
         return returned
 
     def _given_gpu_tensor(self, call: cst.Call) -> Where | None:
         """The first argument of `call` that is a tensor likely on the GPU: a helper whose result is a
         tensor of unknown device computed from its arguments returns it where they are."""
-        return next((w for a in call.args if (w := self.eval(a.value)).on_device and w.confidence >= Confidence.MEDIUM),
+        return next((w for a in call.args if (w := self.eval(a.value)).on_device and w.certainty >= Certainty.MEDIUM),
                     None)
 
     def _eval_qualified_call(self, qual: str, call: cst.Call) -> Where | None:
@@ -449,7 +451,7 @@ class Evaluator(Placement):
             return host_tensor("torch.from_numpy() is a host tensor")
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"):
             # Wherever it is made, a module's parameter moves with the module (`model.to(device)`).
-            return device(f"{qual.rsplit('.', 1)[-1]} of an nn.Module, which moves with the module", Confidence.MEDIUM)
+            return device(f"{qual.rsplit('.', 1)[-1]} of an nn.Module, which moves with the module", Certainty.MEDIUM)
         if qual == "torch.device":
             # `torch.device("cuda")`, `torch.device("cuda", rank)`, `torch.device(type="cpu")`: a device spec
             kind = keyword_arg(call, "type") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
@@ -472,14 +474,14 @@ class Evaluator(Placement):
             wrapped = self.eval(call.args[0].value) if call.args else UNKNOWN
             if wrapped.is_module:
                 return wrapped  # DistributedDataParallel(model), FSDP(model): the model, wrapped
-            made = Where(Place.MODULE, Confidence.LOW, f"{short}(...) is an nn.Module")
+            made = Where(Place.MODULE, Certainty.LOW, f"{short}(...) is an nn.Module")
             # A container's attributes are its layers: the element says what they are.
             return replace(made, element=made) if short in MODULE_CONTAINERS else made
         if qual in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"):
             # Its batches are collated in host memory (pinned with `pin_memory=True`): what is
             # moved to the GPU from them is a host-to-device copy.
-            batch = Where(Place.HOST_TENSOR, Confidence.MEDIUM, "a batch of a torch DataLoader, collated in host memory")
-            return Where(Place.HOST, Confidence.HIGH, element=batch)
+            batch = Where(Place.HOST_TENSOR, Certainty.MEDIUM, "a batch of a torch DataLoader, collated in host memory")
+            return Where(Place.HOST, Certainty.HIGH, element=batch)
         if qual == "torch.compile":
             wrapped = self.eval(call.args[0].value) if call.args else UNKNOWN
             return wrapped if wrapped.is_module else UNKNOWN
@@ -515,9 +517,9 @@ class Evaluator(Placement):
             placed = self.device_of(device_arg)
             if placed.on_device:
                 because = f"made by {what} on {code_text(device_arg)}"
-                if placed.confidence < Confidence.HIGH and placed.because and placed.because != code_text(device_arg):
+                if placed.certainty < Certainty.HIGH and placed.because and placed.because != code_text(device_arg):
                     because += f" ({placed.because})"
-                return Where(placed.place, placed.confidence, because)
+                return Where(placed.place, placed.certainty, because, basis=spec_basis(device_arg, placed))
             return placed
         pin = keyword_arg(call, "pin_memory")
         if pin is not None and not (isinstance(pin, cst.Name) and pin.value == "False"):
@@ -530,7 +532,7 @@ class Evaluator(Placement):
             and isinstance(self.scope, cst.FunctionDef)
             and self.symbols.builds_module(self.scope)
         ):
-            return Where(Place.HOST_TENSOR, Confidence.LOW,
+            return Where(Place.HOST_TENSOR, Certainty.LOW,
                          f"{what} without device= follows the default device while the module is built "
                          "(model loaders set it with `with torch.device(...)`)")
         return host_tensor(f"{what} without device= is a host tensor")
@@ -574,7 +576,7 @@ class Evaluator(Placement):
                 return contained
         if method in ("parameters", "buffers") and base.place is Place.UNKNOWN:
             # An nn.Module's tensors; a module built here without .cuda()/.to() would be a host value.
-            return device(f"{code_text(receiver)}.{method}() are a module's tensors", Confidence.MEDIUM)
+            return device(f"{code_text(receiver)}.{method}() are a module's tensors", Certainty.MEDIUM)
         if method in NEW_TENSOR_METHODS:
             device_arg = keyword_arg(call, "device")
             if device_arg is not None:
@@ -607,11 +609,11 @@ class Evaluator(Placement):
                 return contents
             return base if method == "copy" else None
         if method == "popitem" and not call.args:
-            return Where(Place.HOST, Confidence.HIGH, items=(HOST, contents))
+            return Where(Place.HOST, Certainty.HIGH, items=(HOST, contents))
         if method == "items" and not call.args:
-            return Where(Place.HOST, Confidence.HIGH, element=Where(Place.HOST, Confidence.HIGH, items=(HOST, contents)))
+            return Where(Place.HOST, Certainty.HIGH, element=Where(Place.HOST, Certainty.HIGH, items=(HOST, contents)))
         if method == "values" and not call.args:
-            return Where(Place.HOST, Confidence.HIGH, element=contents)
+            return Where(Place.HOST, Certainty.HIGH, element=contents)
         if method == "keys" and not call.args:
             return HOST
         if method in ("get", "pop") and 1 <= len(positional) <= 2:
@@ -629,18 +631,18 @@ class Evaluator(Placement):
         tensors, its output; UNKNOWN for any other method (it may return anything)."""
         text = code_text(receiver)
         if method == "cuda":
-            return Where(Place.MODULE, Confidence.HIGH, f"{text}.cuda()")
+            return Where(Place.MODULE, Certainty.HIGH, f"{text}.cuda()")
         if method == "to":
             target = self._to_target(call)
             if target is not None and target.on_device:
-                return Where(Place.MODULE, target.confidence, target.because or f"{text}.to(...)")
-            return module if target is None else Where(Place.MODULE, Confidence.LOW, module.because)
+                return Where(Place.MODULE, target.certainty, target.because or f"{text}.to(...)")
+            return module if target is None else Where(Place.MODULE, Certainty.LOW, module.because)
         if method in MODULE_RETURNING_METHODS:
             return module
         if method in ("parameters", "buffers"):
-            if module.confidence is Confidence.HIGH and module.because:
+            if module.certainty is Certainty.HIGH and module.because:
                 return device(module.because)  # the tensors of a module moved to the GPU
-            return device(f"{text}.{method}() are a module's tensors", Confidence.MEDIUM)
+            return device(f"{text}.{method}() are a module's tensors", Certainty.MEDIUM)
         if method in MODULE_OUTPUT_METHODS:
             return self.module_output(module, call.func)
         if module.element is not None and method not in MODULE_METHOD_NAMES:
@@ -662,7 +664,7 @@ class Evaluator(Placement):
             if member == "modules":
                 return [HOST, owner if owner.is_module else UNKNOWN]
             return [HOST, self._module_method(owner, iterable.func.value, member, iterable) if owner.is_module else
-                    device(f"{code_text(iterable.func.value)}.{member}() are a module's tensors", Confidence.MEDIUM)]
+                    device(f"{code_text(iterable.func.value)}.{member}() are a module's tensors", Certainty.MEDIUM)]
         if not isinstance(iterable.func, cst.Name):
             return None
         positional = [a.value for a in iterable.args if a.keyword is None and not a.star]
@@ -714,25 +716,26 @@ class Evaluator(Placement):
                 inner = kinds[-1] if head.split(".")[-1] in ("dict", "Dict", "Mapping") and kinds else kinds[0] if kinds else None
                 element = self.from_annotation(inner, name) if inner is not None else None
                 mapping = head.split(".")[-1] in ("dict", "Dict", "Mapping")
-                return Where(Place.HOST, Confidence.HIGH, element=element, mapping=mapping) if (
+                return Where(Place.HOST, Certainty.HIGH, element=element, mapping=mapping) if (
                     element is not None and element.is_tensor) else HOST
             return None
         qual = self.symbols.qualname(annotation) or dotted_name(annotation) or ""
         last = qual.split(".")[-1]
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
-            return device(f"{name} is annotated nn.Parameter, which moves with its module", Confidence.MEDIUM)
+            return replace(device(f"{name} is annotated nn.Parameter, which moves with its module", Certainty.MEDIUM),
+                           basis=Basis.ANNOTATION)
         if qual in ("torch.Tensor", "Tensor") or (qual.startswith("torch.") and last == "Tensor"):
             by_name = self.model.conventions.classify(name)
             if by_name is not None and (by_name.on_host or by_name.on_device):
-                return Where(Place.HOST_TENSOR, Confidence.MEDIUM, by_name.because) if by_name.on_host else by_name
+                return replace(by_name, place=Place.HOST_TENSOR, certainty=Certainty.MEDIUM) if by_name.on_host else by_name
             if self.model.host_code:
-                return Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a tensor in host-side code")
-            return device(f"{name} is annotated torch.Tensor", Confidence.MEDIUM)
+                return Where(Place.HOST_TENSOR, Certainty.MEDIUM, f"{name} is a tensor in host-side code")
+            return replace(device(f"{name} is annotated torch.Tensor", Certainty.MEDIUM), basis=Basis.ANNOTATION)
         if qual.startswith("numpy.") or last in ("int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set"):
             return HOST
         if qual in ("torch.nn.Module", "torch.nn.modules.module.Module") or (
                 last in self.symbols.classes and self.symbols.is_module_class(self.symbols.classes[last])):
-            return Where(Place.MODULE, Confidence.LOW, f"{name} is annotated as an nn.Module")
+            return Where(Place.MODULE, Certainty.LOW, f"{name} is annotated as an nn.Module")
         return None
 
 
@@ -745,6 +748,7 @@ DICT_ONLY_METHODS = frozenset("popitem items values keys setdefault".split())
 
 def _as_a_loss(name: str, where: Where) -> Where:
     """A tensor of unknown device named as a loss is on the model's device (`conventions.LOSS_NAME`): medium."""
-    if where.on_device and where.confidence is Confidence.LOW and LOSS_NAME.search(name):
-        return replace(where, confidence=Confidence.MEDIUM, because=f"{name} is a loss by its name ({where.because})")
+    if where.on_device and where.certainty is Certainty.LOW and LOSS_NAME.search(name):
+        return replace(where, certainty=Certainty.MEDIUM, because=f"{name} is a loss by its name ({where.because})",
+                       basis=Basis.NAME)
     return where

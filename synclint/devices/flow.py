@@ -34,7 +34,7 @@ from synclint.devices.lattice import (
 )
 from synclint.devices.narrowing import CPU_PATH, OTHER_PLATFORM, hosts_when, on_cpu_in, other_platform_when, tensors_when
 from synclint.devices.usage import host_uses
-from synclint.model import Confidence
+from synclint.evidence import Basis, Certainty
 from synclint.syntax import Scope, dotted_name, ends_function, statements, string_key, unpacked
 
 if TYPE_CHECKING:
@@ -104,48 +104,51 @@ class FlowWalker:
             if where is None:
                 where = self.model.conventions.classify(name)
             if where is None and in_module and not self.model.host_code and func.name.value == "forward" and i == (1 if cls is not None else 0):
-                where = device(f"{name} is an argument of nn.Module.forward", Confidence.MEDIUM)
-            if where is None or where.place is Place.UNKNOWN or (where.on_device and where.confidence is Confidence.LOW):
+                where = replace(device(f"{name} is an argument of nn.Module.forward", Certainty.MEDIUM),
+                                basis=Basis.ANNOTATION)
+            if where is None or where.place is Place.UNKNOWN or (where.on_device and where.certainty is Certainty.LOW):
                 self.facts.weak_params.add(name)
             caller = passed.get(name)
-            if caller is not None and (where is None or where.place is Place.UNKNOWN or (where.on_device and where.confidence < caller.confidence)):
+            if caller is not None and (where is None or where.place is Place.UNKNOWN or (where.on_device and where.certainty < caller.certainty)):
                 # A caller (in this file or another) passes a GPU tensor here.
-                where = Where(Place.DEVICE, min(caller.confidence, Confidence.MEDIUM), caller.because)
+                where = Where(Place.DEVICE, min(caller.certainty, Certainty.MEDIUM), caller.because)
             settled = self.model.host_params.get(id(func), {}).get(name) or (
                 by_keyword.get(name) if param in params.kwonly_params else None)
-            if settled is not None and (where is None or not where.on_device or where.confidence < Confidence.HIGH):
-                where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is a host tensor: {settled}")
-            if where is not None and where.on_device and where.confidence < Confidence.HIGH:
+            if settled is not None and (where is None or not where.on_device or where.certainty < Certainty.HIGH):
+                where = Where(Place.HOST_TENSOR, Certainty.MEDIUM, f"{name} is a host tensor: {settled}", basis=Basis.USE)
+            if where is not None and where.on_device and where.certainty < Certainty.HIGH:
                 own_uses = host_uses(func) if own_uses is None else own_uses
                 evidence = own_uses.get(name)
                 if evidence is not None:
-                    where = Where(Place.HOST_TENSOR, Confidence.MEDIUM, f"{name} is used as a host tensor: {evidence}")
+                    where = Where(Place.HOST_TENSOR, Certainty.MEDIUM, f"{name} is used as a host tensor: {evidence}",
+                                  basis=Basis.USE)
             if where is not None:
                 env[name] = where
         self.walk_block(statements(func.body), env, 0)
 
     def _annotated_tensor(self, where: Where, name: str, in_module: bool, runs_model: str | None) -> Where:
         """What a parameter annotated as a tensor (or holding tensors) is, by where its function runs."""
-        if not where.on_device or where.confidence is Confidence.HIGH:
+        if not where.on_device or where.certainty is Certainty.HIGH:
             return where
         func = self.scope
         assert isinstance(func, cst.FunctionDef)
         if WEIGHT_LOADER.search(func.name.value) and not PARAMETER_NAME.match(name):
             # Weight loaders receive checkpoint tensors, which are read into host memory (and
             # the model's parameter they load it into, which is where the model is).
-            return Where(Place.HOST_TENSOR, Confidence.MEDIUM,
+            return Where(Place.HOST_TENSOR, Certainty.MEDIUM,
                          f"{name} is a checkpoint tensor given to the weight loader {func.name.value}()")
-        if where.confidence is not Confidence.MEDIUM:
+        if where.certainty is not Certainty.MEDIUM:
             return where
         if runs_model:
             # Code that calls a model (a pipeline's denoising loop, a runner's step) hands it its tensors.
-            return Where(Place.DEVICE, Confidence.MEDIUM, f"{where.because}, in code that runs a model (`{runs_model}`)")
+            return replace(where, place=Place.DEVICE, certainty=Certainty.MEDIUM,
+                           because=f"{where.because}, in code that runs a model (`{runs_model}`)")
         if not (in_module or is_activation_name(name)):
             # Helpers outside nn.Modules (CPU fallbacks, planners, processors, reference code)
             # take host tensors as often as device ones, even in a file that puts other data on
             # the GPU: judged, 8 of 10 such findings were real on six projects and 5 of 18 on
             # vLLM 0.33.0 (bench/README.md, "Calibration").
-            return Where(Place.DEVICE, Confidence.LOW, f"{where.because}, outside an nn.Module")
+            return replace(where, place=Place.DEVICE, certainty=Certainty.LOW, because=f"{where.because}, outside an nn.Module")
         return where
 
     def walk_block(self, body: Sequence, env: Env, loop_depth: int) -> Env:
@@ -245,10 +248,10 @@ class FlowWalker:
         env = on_cpu_in(env, test, holds)
         platform = other_platform_when(test, holds)
         if platform is not None:
-            env = {**env, OTHER_PLATFORM: Where(Place.HOST, Confidence.HIGH, platform)}
+            env = {**env, OTHER_PLATFORM: Where(Place.HOST, Certainty.HIGH, platform)}
         hosts = hosts_when(test, holds, self.model.symbols.qualname)
         if hosts:
-            env = {**env, **{name: Where(Place.HOST, Confidence.HIGH, f"{name} is a host value where `{text}` holds")
+            env = {**env, **{name: Where(Place.HOST, Certainty.HIGH, f"{name} is a host value where `{text}` holds")
                              for name, text in hosts.items()}}
         tensors = tensors_when(test, holds, self.model.symbols.qualname)
         unknown = {name: text for name, text in tensors.items()
@@ -351,7 +354,7 @@ class FlowWalker:
         value = call.args[1].value
         if not isinstance(name, str) or (isinstance(value, cst.Name) and value.value == "None"):
             return
-        where = device(f"self.{name} is a buffer of an nn.Module, which moves with the module", Confidence.MEDIUM)
+        where = device(f"self.{name} is a buffer of an nn.Module, which moves with the module", Certainty.MEDIUM)
         old = self.facts.self_attrs.get(name)
         self.facts.self_attrs[name] = where if old is None or name in self.facts.declared_attrs else join(old, where)
         self.facts.declared_attrs.discard(name)
@@ -400,7 +403,7 @@ class FlowWalker:
                 bound = values[i] if values else value
                 if isinstance(node, cst.StarredElement):
                     # `first, *rest = x.split(n)`: a list of what the others are
-                    bound = Where(Place.HOST, Confidence.HIGH, element=bound if bound.is_tensor else None)
+                    bound = Where(Place.HOST, Certainty.HIGH, element=bound if bound.is_tensor else None)
                 self._bind(element, bound, env)
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
             self._store_element(target, value, env)
@@ -456,7 +459,7 @@ def _settled(now: Env, before: Env) -> bool:
     """Whether every name lives where it did, as sure (the explanations may differ)."""
     if now.keys() != before.keys():
         return False
-    return all((w.place, w.confidence, w.is_none) == (b.place, b.confidence, b.is_none)
+    return all((w.place, w.certainty, w.is_none) == (b.place, b.certainty, b.is_none)
                for name, w in now.items() for b in (before[name],))
 
 
@@ -472,9 +475,9 @@ def join_env(a: Env, b: Env) -> Env:
         return a
     merged = dict(a)
     for name, where in b.items():
-        merged[name] = join(a[name], where) if name in a else where.weaker(Confidence.MEDIUM)
+        merged[name] = join(a[name], where) if name in a else where.weaker(Certainty.MEDIUM)
     for name in a.keys() - b.keys():
-        merged[name] = a[name].weaker(Confidence.MEDIUM)
+        merged[name] = a[name].weaker(Certainty.MEDIUM)
     if CPU_PATH not in a or CPU_PATH not in b:
         merged.pop(CPU_PATH, None)  # a path from the GPU's side joins here
     if OTHER_PLATFORM not in a or OTHER_PLATFORM not in b:

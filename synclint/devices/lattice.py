@@ -9,7 +9,8 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from synclint.model import Confidence, pickled_by_fields
+from synclint.model import pickled_by_fields
+from synclint.evidence import Basis, Certainty
 
 
 class Place(str, enum.Enum):
@@ -33,7 +34,7 @@ MODULE_RUN = "runs a module on the GPU"
 @dataclass(frozen=True)
 class Where:
     place: Place
-    confidence: Confidence
+    certainty: Certainty
     because: str | None = None
     is_none: bool = False  # the literal None: joins as "nothing here"
     # A tuple or list built here: where each of its positions lives (`return ids, count`), and
@@ -53,6 +54,8 @@ class Where:
     # Computed from a tensor by a tensor method (`out.sum()`, `logits.argmax(-1)`): a tensor, never one of
     # the Python numbers a module may return beside its activations.
     computed: bool = False
+    basis: Basis = Basis.OTHER  # what the verdict rests on, when the policy weighs it apart
+    one_path: bool = False  # on the GPU on one path of a branch only (its `because` says so once)
 
     @property
     def on_device(self) -> bool:
@@ -74,11 +77,11 @@ class Where:
     def from_module_output(self) -> bool:
         """Whether the evidence is that a module call returned it (activations, or what a
         module returns beside them: a shape, a cache)."""
-        return self.because is not None and (MODULE_OUTPUT in self.because or MODULE_RUN in self.because)
+        return self.basis is Basis.MODULE_OUTPUT
 
-    def weaker(self, cap: Confidence) -> "Where":
+    def weaker(self, cap: Certainty) -> "Where":
         spec = self.spec.weaker(cap) if self.spec is not None else None
-        return replace(self, confidence=min(self.confidence, cap), spec=spec)
+        return replace(self, certainty=min(self.certainty, cap), spec=spec)
 
     def value_of(self, key: str) -> "Where | None":
         """Where the value under `key` of this dict lives, when it was built where we can see it."""
@@ -96,30 +99,30 @@ class Where:
 # Names in scope and where their values live (the flow walker keeps one before each statement).
 Env = dict[str, Where]
 
-UNKNOWN = Where(Place.UNKNOWN, Confidence.LOW)
-HOST = Where(Place.HOST, Confidence.HIGH)
-NONE = Where(Place.HOST, Confidence.HIGH, is_none=True)
+UNKNOWN = Where(Place.UNKNOWN, Certainty.LOW)
+HOST = Where(Place.HOST, Certainty.HIGH)
+NONE = Where(Place.HOST, Certainty.HIGH, is_none=True)
 
 
 def guess_host(because: str) -> Where:
     """A host value that nothing proves: an element of a container whose elements are not known, a
     method's result of a host value. What only a tensor can do (`x.backward()`, `x.grad`) overrules it."""
-    return Where(Place.HOST, Confidence.LOW, because)
+    return Where(Place.HOST, Certainty.LOW, because)
 
 
 def is_host_guess(where: Where) -> bool:
     """A host value that only a guess makes host (`guess_host`): not a literal, numpy, `.item()`, a
     container built here, nor a host value by its name (medium)."""
-    return (where.place is Place.HOST and where.confidence is Confidence.LOW and not where.is_none
+    return (where.place is Place.HOST and where.certainty is Certainty.LOW and not where.is_none
             and where.items is None and where.element is None and not where.mapping and where.spec is None)
 
 
-def device(because: str, confidence: Confidence = Confidence.HIGH) -> Where:
+def device(because: str, confidence: Certainty = Certainty.HIGH) -> Where:
     return Where(Place.DEVICE, confidence, because)
 
 
 def host_tensor(because: str | None = None) -> Where:
-    return Where(Place.HOST_TENSOR, Confidence.HIGH, because)
+    return Where(Place.HOST_TENSOR, Certainty.HIGH, because)
 
 
 def join(a: Where, b: Where) -> Where:
@@ -130,7 +133,7 @@ def join(a: Where, b: Where) -> Where:
             return replace(other, spec=join_spec(other.spec, None))
         return other
     if a.place is b.place:
-        joined = a if a.confidence <= b.confidence else b
+        joined = a if a.certainty <= b.certainty else b
         if a.place is Place.HOST and (a.items or b.items or a.element or b.element):
             same_keys = a.keys == b.keys
             joined = replace(joined, items=_join_items(a.items, b.items) if same_keys else None,
@@ -141,13 +144,13 @@ def join(a: Where, b: Where) -> Where:
         return joined
     if a.place is Place.UNKNOWN or b.place is Place.UNKNOWN:
         known = b if a.place is Place.UNKNOWN else a
-        weaker = known.weaker(Confidence.MEDIUM)
+        weaker = known.weaker(Certainty.MEDIUM)
         if known.spec is not None:  # `d if d is not None else "cpu"`, `d` unknown: the host on one path only
             weaker = replace(weaker, spec=join_spec(known.spec, None))
         return weaker
     if Place.DEVICE in (a.place, b.place):
         dev = a if a.on_device else b
-        return Where(Place.DEVICE, min(dev.confidence, Confidence.MEDIUM), _one_path(dev.because))
+        return _one_path(dev)
     return host_tensor() if Place.HOST_TENSOR in (a.place, b.place) else HOST
 
 
@@ -158,20 +161,19 @@ def join_spec(a: Where | None, b: Where | None) -> Where | None:
     if a is None or b is None or a.place is Place.UNKNOWN or b.place is Place.UNKNOWN:
         known = b if a is None or a.place is Place.UNKNOWN else a
         if known is not None and known.on_device:
-            return Where(Place.DEVICE, min(known.confidence, Confidence.MEDIUM), _one_path(known.because))
+            return _one_path(known)
         return None
     if a.on_device and b.on_device:
-        return a if a.confidence <= b.confidence else b
+        return a if a.certainty <= b.certainty else b
     if a.on_device or b.on_device:
-        dev = a if a.on_device else b
-        return Where(Place.DEVICE, min(dev.confidence, Confidence.MEDIUM), _one_path(dev.because))
+        return _one_path(a if a.on_device else b)
     return join(a, b)
 
 
-def _one_path(because: str | None) -> str | None:
-    if because is None or " on one path" in because:  # (`moved by .to(dev) (cuda on one path)`: said once)
-        return because
-    return because + " on one path"
+def _one_path(dev: Where) -> Where:
+    """A GPU value on one path of a branch: likely, at most, and said once."""
+    because = dev.because + " on one path" if dev.because is not None and not dev.one_path else dev.because
+    return Where(Place.DEVICE, min(dev.certainty, Certainty.MEDIUM), because, basis=dev.basis, one_path=True)
 
 
 def _join_items(a: tuple[Where, ...] | None, b: tuple[Where, ...] | None) -> tuple[Where, ...] | None:
@@ -200,26 +202,22 @@ def combine(operands: Sequence[Where]) -> Where:
     tensor with a CPU tensor that has dimensions (`mask & (ids.cpu() == k)` is a CPU mask),
     so the guess is what is wrong."""
     devices = [w for w in operands if w.on_device]
-    host = next((w for w in operands if w.place is Place.HOST_TENSOR and w.confidence is Confidence.HIGH), None)
-    if devices and host is not None and all(w.confidence < Confidence.HIGH for w in devices):
+    host = next((w for w in operands if w.place is Place.HOST_TENSOR and w.certainty is Certainty.HIGH), None)
+    if devices and host is not None and all(w.certainty < Certainty.HIGH for w in devices):
         return host_tensor(host.because)
     if devices:
-        return min(devices, key=lambda w: w.confidence)
+        return min(devices, key=lambda w: w.certainty)
     hosts = [w for w in operands if w.place is Place.HOST_TENSOR]
     if hosts:
-        surest = max(hosts, key=lambda w: w.confidence)
-        return host_tensor() if surest.confidence is Confidence.HIGH else surest
+        surest = max(hosts, key=lambda w: w.certainty)
+        return host_tensor() if surest.certainty is Certainty.HIGH else surest
     if operands and all(w.place is Place.HOST for w in operands):
         return HOST
     return UNKNOWN
-
-
-# The medium-confidence reasons that a tensor is a host tensor that speak of the value itself.
-_SURE_HOST = ("keep_on_cpu", "by its name", "is a host tensor:", "used as a host tensor")
 
 
 def is_sure_host(where: Where) -> bool:
     """A host tensor the code proves, not one path's guess (`return torch.tensor([])` beside
     something unknown): made on the CPU, or a host tensor for a reason about the value itself."""
     return where.place is Place.HOST_TENSOR and (
-        where.confidence is Confidence.HIGH or any(word in (where.because or "") for word in _SURE_HOST))
+        where.certainty is Certainty.HIGH or where.basis in (Basis.NAME, Basis.USE))

@@ -36,7 +36,7 @@ from synclint.devices.narrowing import CPU_PATH, OTHER_PLATFORM
 from synclint.devices.program import accelerator_use
 from synclint.devices.symbols import Symbols
 from synclint.devices.usage import runs_a_model, tensor_uses
-from synclint.model import Confidence
+from synclint.evidence import Certainty
 from synclint.project.facts import NO_ANSWERS, ProjectFile
 from synclint.syntax import Scope, code_text, dotted_name, is_property, local_assignments, statements
 
@@ -81,9 +81,9 @@ class DeviceModel:
         evaluator = self._evaluator(scope, stmt, comprehensions)
         found = evaluator.eval(expr)
         cpu_path = evaluator.env.get(CPU_PATH)
-        if cpu_path is not None and found.on_device and found.confidence is Confidence.MEDIUM:
+        if cpu_path is not None and found.on_device and found.certainty is Certainty.MEDIUM:
             # A guess of the GPU on the CPU side of a dispatch (`if x.is_cuda: return kernel(x)`).
-            return replace(found, confidence=Confidence.LOW, because=f"{found.because}; but {cpu_path.because}")
+            return replace(found, certainty=Certainty.LOW, because=f"{found.because}; but {cpu_path.because}")
         return found
 
     def where_read(self, expr: cst.BaseExpression, scope: Scope | None, stmt: cst.CSTNode | None,
@@ -203,8 +203,8 @@ class DeviceModel:
             result = join_all(self.facts(func).returns) if self.facts(func).returns else UNKNOWN
             if func.returns is not None:
                 ann = Evaluator(self, func, {}).from_annotation(func.returns.annotation, func.name.value)
-                if ann is not None and ann.on_device and ann.confidence is Confidence.MEDIUM and not self.symbols.is_module_class(self.symbols.class_of(func)):
-                    ann = ann.weaker(Confidence.LOW)  # `-> torch.Tensor` of a helper: as its parameters
+                if ann is not None and ann.on_device and ann.certainty is Certainty.MEDIUM and not self.symbols.is_module_class(self.symbols.class_of(func)):
+                    ann = ann.weaker(Certainty.LOW)  # `-> torch.Tensor` of a helper: as its parameters
                 if ann is not None and result.items is None and (
                     result.place is Place.UNKNOWN or (ann.place is Place.HOST and not ann.is_none)
                 ):

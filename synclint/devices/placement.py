@@ -16,7 +16,7 @@ import libcst as cst
 from synclint.devices.conventions import names_a_device, names_the_host
 from synclint.devices.lattice import HOST, UNKNOWN, Env, Place, Where, device, host_tensor, join_spec
 from synclint.devices.torch_api import DTYPE_NAMES
-from synclint.model import Confidence
+from synclint.evidence import Basis, Certainty
 from synclint.syntax import Scope, code_text, keyword_arg, last_name, names_in, parameter
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class Placement:
         if kind is None:
             return HOST
         spec = self.device_of(cst.SimpleString(repr(kind)))
-        return replace(HOST, spec=Where(spec.place, spec.confidence, f"device {code_text(expr)}"))
+        return replace(HOST, spec=Where(spec.place, spec.certainty, f"device {code_text(expr)}"))
 
 
     def _to_target(self, call: cst.Call) -> Where | None:
@@ -64,13 +64,13 @@ class Placement:
             if placed.place is Place.UNKNOWN:
                 other = self.eval(arg)
                 if other.on_device:  # `x.to(grad)`: to the device (and dtype) of another tensor
-                    return Where(Place.DEVICE, max(other.confidence, Confidence.MEDIUM), f"moved to the device of `{code_text(arg)}`")
+                    return Where(Place.DEVICE, max(other.certainty, Certainty.MEDIUM), f"moved to the device of `{code_text(arg)}`")
                 return None
             if placed.on_device:
                 because = f"moved by .to({code_text(arg)})"
-                if placed.confidence < Confidence.HIGH and placed.because and placed.because != code_text(arg):
+                if placed.certainty < Certainty.HIGH and placed.because and placed.because != code_text(arg):
                     because += f" ({placed.because})"  # `dev` is the GPU on one path
-                return Where(placed.place, placed.confidence, because)
+                return Where(placed.place, placed.certainty, because, basis=spec_basis(arg, placed))
             return placed
         return None
 
@@ -84,7 +84,7 @@ class Placement:
             if kind and kind != "cuda" and kind.isidentifier():
                 # `"xpu"`, `"npu:0"`, `"mps"`, `"musa"`: a device, but another accelerator's, where the
                 # host waits for it and not for a CUDA GPU (ROCm GPUs are "cuda" to torch)
-                return Where(Place.DEVICE, Confidence.LOW, f"device {text!r}, not a CUDA GPU")
+                return Where(Place.DEVICE, Certainty.LOW, f"device {text!r}, not a CUDA GPU")
             return device(f"device {text!r}")
         if isinstance(arg, cst.Integer):
             return device(f"device {arg.value}")
@@ -108,17 +108,17 @@ class Placement:
             return device(code_text(arg))  # `get_accelerator().get_current_device()`, `get_device_of_batch(b)`
         if isinstance(arg, cst.Attribute) and arg.attr.value == "device":
             owner = self.eval(arg.value)
-            if owner.on_device and owner.confidence is Confidence.LOW:
+            if owner.on_device and owner.certainty is Certainty.LOW:
                 owner = UNKNOWN  # a tensor of unknown device: `x.device` names the device it computes on
             if owner.is_tensor:
-                return Where(owner.place, owner.confidence, f"{code_text(arg)}" if owner.on_device else None)
+                return Where(owner.place, owner.certainty, f"{code_text(arg)}" if owner.on_device else None)
             text = code_text(arg)
             if "cpu" in text.lower():
                 return host_tensor(text)
             if self.model.host_code:
                 return UNKNOWN  # host-side code: a device variable there is as often the CPU
             # A module's device is where it was put; a settings object's or an unknown value's, a guess.
-            return device(text, Confidence.MEDIUM if owner.place in (Place.UNKNOWN, Place.HOST) else Confidence.HIGH)
+            return device(text, Certainty.MEDIUM if owner.place in (Place.UNKNOWN, Place.HOST) else Certainty.HIGH)
         text = code_text(arg)
         if names_the_host(text):
             return host_tensor(text)
@@ -140,7 +140,7 @@ class Placement:
                     and not self.model.passed_here(self.scope, arg.value)):
                 # `device=None` that no call in this file sets: the GPU where a caller passes one, the
                 # default device (the CPU) where none does; a sync here is not proven for every caller
-                return device("a parameter that defaults to None: the GPU where a caller passes one", Confidence.MEDIUM)
+                return device("a parameter that defaults to None: the GPU where a caller passes one", Certainty.MEDIUM)
         if isinstance(arg, (cst.Name, cst.Attribute)) and not self.model.host_code and names_a_device(text):
             return device(text)
         return UNKNOWN
@@ -172,3 +172,14 @@ def join_spec_or_unknown(a: Where, b: Where) -> Where:
     """Where a tensor put on `a if c else b` lives (UNKNOWN when nothing is known)."""
     joined = join_spec(a, b)
     return joined if joined is not None else UNKNOWN
+
+
+def spec_basis(spec: cst.BaseExpression, placed: Where) -> Basis:
+    """What a tensor made on or moved to the device `spec` names rests on: a variable or parameter
+    (`device=dev`: whatever callers or configuration make it), a value's own device (`x.device`: where
+    that value already lives), or else what the spec's own place rests on."""
+    if isinstance(spec, cst.Attribute) and spec.attr.value == "device":
+        return Basis.SPEC_OF_VALUE
+    if isinstance(spec, cst.Name):
+        return Basis.SPEC_NAME
+    return placed.basis

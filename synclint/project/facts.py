@@ -15,7 +15,8 @@ import pickle
 from dataclasses import dataclass, field
 
 from synclint.devices.lattice import Where
-from synclint.model import Confidence, pickled_by_fields
+from synclint.model import pickled_by_fields
+from synclint.evidence import Certainty
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class SyncSite:
     text: str  # the expression, on one line
     path: str
     row: int
-    confidence: Confidence
+    certainty: Certainty
     once: str | None = None  # the test of the memoizing `if` it sits under (`self._t is None`), if any
     # What the value that syncs may come from beyond the file's own evidence: `call:pkg.mod.f`
     # (what a project function returns) and `param:x` (what callers pass its function's parameter
@@ -57,7 +58,7 @@ class SyncSite:
 
     def rank(self) -> tuple[int, bool, int]:
         """Sorts the surest site first, then one that syncs whatever its flags, then the first in the file."""
-        return -self.confidence, self.flag is not None, self.row
+        return -self.certainty, self.flag is not None, self.row
 
 
 @pickled_by_fields
@@ -135,7 +136,7 @@ class Chain:
 
     steps: tuple[str, ...]  # qualified names, from the called function to the one that syncs
     site: SyncSite
-    confidence: Confidence
+    certainty: Certainty
 
     def describe(self, first: str = "") -> str:
         """`A -> B: `x.item()` at path:row`; `first` replaces the first step's name ("" drops it)."""
@@ -145,7 +146,7 @@ class Chain:
         return f"{path + ': ' if path else ''}`{self.site.text}` at {self.site.path}:{self.site.row}"
 
     def called_by(self, qualname: str) -> "Chain":
-        return Chain((qualname, *self.steps), self.site, self.confidence)
+        return Chain((qualname, *self.steps), self.site, self.certainty)
 
 
 @pickled_by_fields

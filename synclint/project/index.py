@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from synclint.devices.conventions import names_a_step
 from synclint.devices.lattice import Place, Where, join
-from synclint.model import Confidence
+from synclint.evidence import Certainty
 from synclint.project.facts import (
     NO_ANSWERS,
     Chain,
@@ -161,7 +161,7 @@ class ProjectIndex:
                     self._seed_external(qual, read, pending, properties_only=True)
             site = self._surest_sync(qual, func)
             if site is not None:
-                self.chains[qual] = Chain((qual,), site, site.confidence)
+                self.chains[qual] = Chain((qual,), site, site.certainty)
                 pending.append(qual)
         # Breadth first from the functions that sync: every caller gets the shortest chain.
         while pending:
@@ -218,8 +218,8 @@ class ProjectIndex:
             if site is None:
                 continue
             found = self._answer(qual, site.depends)
-            sites.append(replace(site, confidence=found.confidence)
-                         if found is not None and found.confidence > site.confidence else site)
+            sites.append(replace(site, certainty=found.certainty)
+                         if found is not None and found.certainty > site.certainty else site)
         return min(sites, key=SyncSite.rank, default=None)
 
     def _answer(self, qual: str, depends: tuple[str, ...],
@@ -235,15 +235,15 @@ class ProjectIndex:
                 found = passed.get(qual, {}).get(name)
                 if found is not None:
                     # As a parameter a caller fills with a GPU tensor is taken (flow.py): medium at most.
-                    found = Where(Place.DEVICE, min(found.confidence, Confidence.MEDIUM),
+                    found = Where(Place.DEVICE, min(found.certainty, Certainty.MEDIUM),
                                   f"{short_name(qual)}() is given `{name}` on the GPU ({found.because})")
             else:
                 found = self._returned(name)
                 if found is not None:
-                    found = Where(found.place, found.confidence,
+                    found = Where(found.place, found.certainty,
                                   f"`{short_name(name)}(...)` returns a GPU tensor ({found.because})")
-            if (found is not None and found.on_device and found.confidence >= Confidence.MEDIUM
-                    and (best is None or found.confidence > best.confidence)):
+            if (found is not None and found.on_device and found.certainty >= Certainty.MEDIUM
+                    and (best is None or found.certainty > best.certainty)):
                 best = found
         return best
 
@@ -364,7 +364,7 @@ class ProjectIndex:
             for caller_name, target, name, depends in symbolic:
                 answer = self._answer(caller_name, depends, found)
                 if answer is not None:
-                    passed = Where(Place.DEVICE, answer.confidence,
+                    passed = Where(Place.DEVICE, answer.certainty,
                                    f"{short_name(caller_name)}() passes it here ({answer.because})")
                     changed |= _keep_surer(found, target, name, passed)
             if not changed:
@@ -448,7 +448,7 @@ def _keep_surer(found: dict[str, dict[str, Where]], function: str, name: str, wh
     """Keep `where` as what a caller passes `function`'s parameter `name`, if it is surer than
     what is known; whether it was."""
     known = found.setdefault(function, {}).get(name)
-    if known is not None and where.confidence <= known.confidence:
+    if known is not None and where.certainty <= known.certainty:
         return False
     found[function][name] = where
     return True

@@ -20,7 +20,8 @@ from synclint.cache.signatures import listing
 from synclint.cache.store import Cache
 from synclint.config import Settings, SettingsResolver
 from synclint.engine import FileResult
-from synclint.model import ENGINE_CODES, Confidence, Finding
+from synclint import policy
+from synclint.model import ENGINE_CODES, Finding
 from synclint.files import Target, discover
 from synclint.fixes import FileFix
 from synclint.jobs import (
@@ -204,8 +205,9 @@ def _run_once(index: ProjectIndex, finding: Finding) -> Finding:
     why = index.runs_once(finding.function)
     if why is None or finding.code in ENGINE_CODES or finding.context in ("init", "test"):
         return finding
-    because = f"{finding.because}; {why}" if finding.because else why
-    return replace(finding, context="init", confidence=min(finding.confidence, Confidence.LOW), because=because)
+    if finding.evidence is None:
+        return finding
+    return policy.resolve(finding, finding.evidence.with_fact(why, runs="init"))
 
 
 def _frequencies(index: ProjectIndex, jobs: list[Job], results: list[FileFix | None]) -> list[FileFix | None]:

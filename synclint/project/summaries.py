@@ -15,7 +15,7 @@ import libcst as cst
 
 from synclint.devices.lattice import Place, Where, is_sure_host
 from synclint.devices.model import DeviceModel
-from synclint.model import Confidence
+from synclint.evidence import Basis, Certainty
 from synclint.noqa import parse_noqa
 from synclint.patterns import one_line
 from synclint.project.facts import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite, short_name
@@ -89,7 +89,7 @@ class CallRecorder:
                 return  # positions after `*args` are unknown
             where = where_of(arg)
             key: int | str = arg.keyword.value if arg.keyword is not None else position
-            if not where.on_device or where.confidence < Confidence.MEDIUM:
+            if not where.on_device or where.certainty < Certainty.MEDIUM:
                 if not where.on_host and not where.is_module:
                     # Not known here: what it comes from may be (a caller's GPU tensor, a helper's result).
                     depends = self.depends.of(self.ctx.scopes[-1], arg.value)
@@ -98,10 +98,10 @@ class CallRecorder:
                 continue
             passed = self.device_args.setdefault(owner, {}).setdefault(callee, {})
             known = passed.get(key)
-            if known is None or where.confidence > known.confidence:
+            if known is None or where.certainty > known.certainty:
                 text = one_line(self.ctx.module.code_for_node(arg.value), 40)
                 because = f"{short_name(owner)}() passes `{text}` here" + (f" ({where.because})" if where.because else "")
-                passed[key] = Where(Place.DEVICE, where.confidence, because)
+                passed[key] = Where(Place.DEVICE, where.certainty, because, basis=Basis.CALLER)
 
     def _note_keyword_args(self, node: cst.Call, where_of) -> None:
         """What this call passes by keyword to a function of the project, or to a method of an
@@ -121,7 +121,7 @@ class CallRecorder:
             where = where_of(arg)
             key = (name, arg.keyword.value)
             example, device_seen = self.keyword_args.get(key, (None, False))
-            if where.on_device and where.confidence is Confidence.HIGH:
+            if where.on_device and where.certainty is Certainty.HIGH:
                 self.keyword_args[key] = (example, True)
             elif example is None and is_sure_host(where):
                 text = one_line(self.ctx.module.code_for_node(arg.value), 40)
@@ -270,7 +270,7 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
     noqa = parse_noqa(text)
     found: dict[str, list[SyncSite]] = {}
     # The surest sync of each function, the first of those: a caller's finding is as sure as it.
-    for owner, rule, report in sorted(candidates, key=lambda c: (-c[2].confidence, located[c[2].node].start.line)):
+    for owner, rule, report in sorted(candidates, key=lambda c: (-c[2].certainty, located[c[2].node].start.line)):
         row = located[report.node].start.line
         mark = noqa.get(row)
         if mark is not None and mark.silences(rule.code):
@@ -286,8 +286,8 @@ def _add_syncs(ctx, summary: ModuleSummary, text: str, relpath: str, positions, 
         if isinstance(scope, cst.FunctionDef) and (not is_property(scope) or ctx.devices.symbols.is_module_class(cls)):
             once = _memoizing_guard(ctx.module, scope, report.node, is_dataclass(cls))
         # A sync that fills a cache runs the first time only: no per-step cost to callers.
-        confidence = Confidence.LOW if once is not None else report.confidence
-        came_from = depends.of(scope, report.node) if once is None and confidence < Confidence.HIGH else ()
+        confidence = Certainty.LOW if once is not None else report.certainty
+        came_from = depends.of(scope, report.node) if once is None and confidence < Certainty.HIGH else ()
         flag = _flag_guard(scope, report.node) if isinstance(scope, cst.FunctionDef) else None
         found.setdefault(owner, []).append(
             SyncSite(rule.code, one_line(code, 60), relpath, row, confidence, once, came_from, *(flag or (None, None, False))))
@@ -371,7 +371,7 @@ def _add_weak_params(ctx, summary: ModuleSummary) -> None:
     on to project functions (a caller's fact reaches the functions it calls). Taken from the
     function's own evidence, so that what callers pass does not change them."""
     unsure = {owner for rule, report in ctx.reports
-              if rule.syncs and report.confidence < Confidence.HIGH
+              if rule.syncs and report.certainty < Certainty.HIGH
               and (owner := ctx.devices.symbols.owner_qualname(report.site.scope)) is not None}
     for func, _ in _functions(ctx.devices):
         qual = ctx.devices.symbols.function_qualname(func)

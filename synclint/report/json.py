@@ -1,4 +1,4 @@
-"""Ruff's JSON shape, plus synclint's own fields (name, confidence, context, because)."""
+"""Ruff's JSON shape, plus synclint's own fields (name, confidence, context, because, evidence)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ def finding_to_json(f: Finding) -> dict:
         "confidence": str(f.confidence),
         "context": f.context,
         "because": f.because,
+        "evidence": None if f.evidence is None else f.evidence.as_json(),
         **({} if f.runtime_syncs is None else {"runtime_syncs": f.runtime_syncs}),
         **({} if f.runtime_wait_s is None else {"runtime_wait_s": f.runtime_wait_s}),
     }
