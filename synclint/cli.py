@@ -336,13 +336,22 @@ def _report_stdin_fix(run, data: bytes, args, settings) -> int:
 
 
 def _report_add_noqa(run) -> int:
-    added = sum(run.fixed.values())
-    files = sum(1 for item in run.files if item.written)
+    """What `--add-noqa` did; the findings no comment could silence (a line that cannot end in one)
+    are reported as a check reports them, and make the exit code 1."""
+    added = sum(run.noqa_added.values())
+    files = run.noqa_files
     print(f"Added {added} noqa directive{'s' if added != 1 else ''} in {files} file{'s' if files != 1 else ''}.",
           file=sys.stderr)
     for problem in run.problems:
         print(f"synclint: error: {problem}", file=sys.stderr)
-    return EXIT_ERROR if run.problems else EXIT_CLEAN
+    if run.problems:
+        return EXIT_ERROR
+    left = [f for f in run.findings if f.code not in ("SYNC000", "SYNC001")]
+    if left:
+        print(f"synclint: {len(left)} finding{'s' if len(left) != 1 else ''} left without a `# noqa`: "
+              "see the warnings above", file=sys.stderr)
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
 
 
 def _scope(run, args: argparse.Namespace, cwd: Path):
