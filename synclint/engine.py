@@ -38,7 +38,7 @@ from synclint.devices.program import required_accelerator
 from synclint.fixlayout import FileLines, fit_edit
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
-from synclint.patterns import one_line
+from synclint.patterns import one_line, one_line_message
 from synclint.project.facts import ModuleSummary, ProjectFile
 from synclint.project.index import ProjectIndex
 from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
@@ -580,7 +580,7 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
         finding = Finding(
             code=rule.code,
             name=rule.name,
-            message=report.message,
+            message=one_line_message(report.message),  # a report line holds it: the code it quotes may span lines
             filename=relpath,
             location=Location(row, span.start.column + 1),
             end_location=Location(span.end.line, span.end.column + 1),

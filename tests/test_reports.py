@@ -128,3 +128,35 @@ def test_statistics_split_each_rule_by_context(write, tmp_path):
     proc = run_cli("check", "--min-confidence", "low", "--statistics", "train.py", cwd=tmp_path)
     assert proc.stdout == ("     5\tSYNC107\t    host-read\tloop 1, step 1, interval 1, code 1, init 1\n"
                            "     5\ttotal\t\tloop 1, step 1, interval 1, code 1, init 1\n")
+
+
+MULTI_LINE = """import torch
+
+
+def step(x):
+    y = torch.ones(4, device="cuda")
+    has = y > 0
+    if (has  # any positive
+            ).any():
+        pass
+    z = (y.sum()  # total, with a '#' and a "quote"
+         + y.max()).item()
+    return z
+"""
+
+
+def test_one_line_formats_print_one_line_per_finding_of_a_multi_line_expression(write, tmp_path):
+    write("m.py", MULTI_LINE)
+    concise = run_cli("check", "--output-format", "concise", "m.py", cwd=tmp_path)
+    assert concise.stdout.splitlines() == [
+        "m.py:7:8: SYNC101 `(has).any()` is a CUDA tensor, used as a Python bool; the host waits for the GPU",
+        "m.py:10:9: SYNC107 `(y.sum() + y.max()).item()` copies a value to the host; the host waits for the GPU",
+        "Found 2 findings.",
+    ]
+    github = run_cli("check", "--output-format", "github", "m.py", cwd=tmp_path).stdout.splitlines()
+    assert [line.split("::")[1].split(",")[1:3] for line in github] == [["line=7", "col=8"], ["line=10", "col=9"]]
+    assert github[0].endswith("::SYNC101 `(has).any()` is a CUDA tensor, used as a Python bool; the host waits for "
+                              'the GPU%0Abecause: made by torch.ones(...) on "cuda" (high confidence)')
+    findings = json.loads(run_cli("check", "--output-format", "json", "m.py", cwd=tmp_path).stdout)
+    assert [f["message"].split("`")[1] for f in findings] == ["(has).any()", "(y.sum() + y.max()).item()"]
+    assert [f["end_location"]["row"] for f in findings] == [8, 11]  # the range still spans the lines
