@@ -151,7 +151,7 @@ def test_one_line_formats_print_one_line_per_finding_of_a_multi_line_expression(
     assert concise.stdout.splitlines() == [
         "m.py:7:8: SYNC101 `(has).any()` is a CUDA tensor, used as a Python bool; the host waits for the GPU",
         "m.py:10:9: SYNC107 `(y.sum() + y.max()).item()` copies a value to the host; the host waits for the GPU",
-        "Found 2 findings.",
+        "Found 2 findings: 2 per step.",
     ]
     github = run_cli("check", "--output-format", "github", "m.py", cwd=tmp_path).stdout.splitlines()
     assert [line.split("::")[1].split(",")[1:3] for line in github] == [["line=7", "col=8"], ["line=10", "col=9"]]
@@ -160,3 +160,35 @@ def test_one_line_formats_print_one_line_per_finding_of_a_multi_line_expression(
     findings = json.loads(run_cli("check", "--output-format", "json", "m.py", cwd=tmp_path).stdout)
     assert [f["message"].split("`")[1] for f in findings] == ["(has).any()", "(y.sum() + y.max()).item()"]
     assert [f["end_location"]["row"] for f in findings] == [8, 11]  # the range still spans the lines
+
+
+SURE_AND_UNSURE = """import torch
+
+
+def evaluate(x: torch.Tensor) -> float:
+    return x.sum().item()
+
+
+def train(model, loader, opt):
+    for batch in loader:
+        loss = model(batch)
+        loss.backward()
+        opt.step()
+        print(loss.item())
+        t = torch.ones(2, device="cuda")
+        print(t.sum().item())
+"""
+
+
+def test_the_surest_come_first_among_findings_that_run_as_often_and_the_summary_counts_each(write, tmp_path):
+    write("a.py", SURE_AND_UNSURE)
+    write("train.py", CONTEXTS)
+    proc = run_cli("check", ".", cwd=tmp_path)
+    headers = [line.split(" ")[0] + " " + line.split(" ")[2] for line in proc.stdout.splitlines() if ": SYNC" in line]
+    # Every step first (a loop, a per-step method), the proven (high) before the likely (medium), then by
+    # file and line; then every so many steps, then per call; set-up code, low here, is left out by default.
+    assert headers == ["a.py:15:15: (loop)", "train.py:11:20: (step)", "a.py:13:15: (loop)", "train.py:25:17: (loop)",
+                       "train.py:24:19: (interval)", "a.py:5:12: (code)", "train.py:15:12: (code)"]
+    assert proc.stdout.splitlines()[-1] == "Found 7 findings: 3 in loops, 1 per step, 1 at intervals, 2 per call."
+    concise = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
+    assert concise.stdout.splitlines()[-1] == "Found 7 findings: 3 in loops, 1 per step, 1 at intervals, 2 per call."
