@@ -74,6 +74,7 @@ class FileResult:
     # what the cache keeps (None: not analysed here, as a fix's result after changes).
     analysis: list[Finding] | None = None
     hidden_tests: int = 0  # findings in test code that the view left out (`include-tests` off)
+    hidden_contexts: int = 0  # findings that only `ignore-contexts` left out
 
     @property
     def summary(self) -> ModuleSummary | None:
@@ -761,7 +762,7 @@ def _viewed(result: FileResult, settings: Settings) -> FileResult:
     from synclint.view import visible
 
     result.analysis = result.findings
-    result.findings, result.hidden_tests = visible(result.analysis, result.path, settings)
+    result.findings, result.hidden_tests, result.hidden_contexts = visible(result.analysis, result.path, settings)
     return result
 
 

@@ -35,6 +35,7 @@ class FixOutcome:
     remaining: list[Finding] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # why fixes were not applied
     hidden_tests: int = 0  # of the last check: findings in test code the view left out
+    hidden_contexts: int = 0  # of the last check: findings `ignore-contexts` left out
     analysis: list[Finding] | None = None  # of the last check: every finding, before the view
 
 
@@ -119,6 +120,7 @@ def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
             result = check_source(current, relpath, settings, project=project)
         findings = result.findings
         outcome.hidden_tests, outcome.analysis = result.hidden_tests, result.analysis
+        outcome.hidden_contexts = result.hidden_contexts
         chosen: list[Finding] = []
         for finding in findings:
             fix = finding.fix
@@ -150,6 +152,7 @@ def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
     else:
         result = check_source(current, relpath, settings, project=project)
         outcome.remaining, outcome.hidden_tests, outcome.analysis = result.findings, result.hidden_tests, result.analysis
+        outcome.hidden_contexts = result.hidden_contexts
     outcome.text = current.text
     return outcome
 
@@ -201,6 +204,7 @@ def fix_bytes(data: bytes, relpath: str, settings: Settings, unsafe: bool, debug
         result = check_source(source, relpath, settings, debug=debug, project=project)
         return FileFix(result, problems=[f"{relpath}: fixing failed; file left as it was"])
     result = FileResult(relpath, outcome.remaining, source=source, hidden_tests=outcome.hidden_tests,
+                        hidden_contexts=outcome.hidden_contexts,
                         analysis=outcome.analysis if outcome.text == source.text else None)
     if result.findings and any(f.code == "SYNC001" for f in result.findings):
         result.internal_error = f"{relpath}: internal error while fixing"

@@ -53,6 +53,11 @@ class RunResult:
         return sum(item.result.hidden_tests for item in self.files)
 
     @property
+    def hidden_contexts(self) -> int:
+        """Findings that `ignore-contexts` alone left out."""
+        return sum(item.result.hidden_contexts for item in self.files)
+
+    @property
     def fixed(self):
         total: Counter = Counter()
         for item in self.files:
@@ -190,7 +195,7 @@ def fix_checked(jobs: list[Job], results: list[FileFix | None], mode: Mode, work
                 digest = None  # the fix reports it
             if digest is not None:
                 seen = FileResult(job.shown, item.result.findings, analysis=item.result.analysis,
-                                  hidden_tests=item.result.hidden_tests)
+                                  hidden_tests=item.result.hidden_tests, hidden_contexts=item.result.hidden_contexts)
                 job = replace(job, checked=(digest, seen))
                 if not mode.write:
                     key = _fix_key(cache, job, mode)
@@ -266,8 +271,9 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
 
 def _cached_result(entry: Entry, job: Job, view: View) -> FileResult:
     """A cache entry's result as this run shows it: `view` filters the stored analysis."""
-    findings, hidden = view.shown(entry.findings, job.shown)
-    return FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings, hidden_tests=hidden)
+    findings, hidden, dropped = view.shown(entry.findings, job.shown)
+    return FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings, hidden_tests=hidden,
+                      hidden_contexts=dropped)
 
 
 def collect_problems(run: RunResult) -> None:

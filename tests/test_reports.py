@@ -192,3 +192,15 @@ def test_the_surest_come_first_among_findings_that_run_as_often_and_the_summary_
     assert proc.stdout.splitlines()[-1] == "Found 7 findings: 3 in loops, 1 per step, 1 at intervals, 2 per call."
     concise = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
     assert concise.stdout.splitlines()[-1] == "Found 7 findings: 3 in loops, 1 per step, 1 at intervals, 2 per call."
+
+
+def test_statistics_as_json_in_ruffs_shape_with_the_split_by_context(write, tmp_path):
+    write("train.py", CONTEXTS)
+    write("a.py", SURE_AND_UNSURE)
+    proc = run_cli("check", "--statistics", "--output-format", "json", ".", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr == ""
+    assert json.loads(proc.stdout) == [{"code": "SYNC107", "name": "host-read", "count": 7, "fixable": False,
+                                        "fixable_count": 0,
+                                        "contexts": {"loop": 3, "step": 1, "interval": 1, "code": 2}}]
+    text = run_cli("check", "--statistics", "--ignore-contexts", "code", ".", cwd=tmp_path).stdout
+    assert text.splitlines()[-1] == "     5\ttotal\t    2 more left out by `ignore-contexts`\tloop 3, step 1, interval 1"

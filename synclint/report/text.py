@@ -55,6 +55,7 @@ class Outcome:
     errors: int = 0
     quiet: bool = False  # --quiet: the findings only
     no_files: bool = False  # the paths held no Python file to check
+    hidden_contexts: int = 0  # findings that `ignore-contexts` alone left out
 
 
 NOTHING_ELSE = Outcome()
@@ -80,6 +81,8 @@ def summary(findings: list[Finding], outcome: Outcome = NOTHING_ELSE) -> str:
     if outcome.hidden_tests:
         text += (f" ({_plural(outcome.hidden_tests, 'finding')} in test code left out: `--include-tests` "
                  "shows them.)")
+    if outcome.hidden_contexts:
+        text += f" ({_plural(outcome.hidden_contexts, 'finding')} left out by `ignore-contexts`.)"
     safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.SAFE)
     unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
     if safe:
