@@ -24,7 +24,6 @@ from synclint.jobs import (
     with_noqa_warnings,
 )
 from synclint.progress import OFF, Progress
-from synclint.project.placement import package_root
 from synclint.project.run import check_project
 from synclint.tally import Tally
 
@@ -121,8 +120,11 @@ def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mod
         run = RunResult(files=[skipped])
         collect_problems(run)
         return run
-    path = cwd / filename if filename else None
-    if path is not None and not mode.fix and settings.project_analysis and package_root(path) is not None:
+    # With project analysis, as a run over that file by path checks it: in a package, against the
+    # package's facts; a script outside any package, as its own project (what its own calls pass its
+    # functions). Source with no file name stands for a script in the working directory.
+    path = cwd / (filename or "-")
+    if not mode.fix and settings.project_analysis:
         run = RunResult()
         cache = cache.for_run() if cache is not None else None
         job = Job(path, display_path(path.absolute(), cwd), settings, data=data)
