@@ -227,3 +227,22 @@ def test_which_display(monkeypatch):
     monkeypatch.delenv("CI")
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert progress.display(quiet=False) == "lines"
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_the_bar_keeps_files_done_total_and_time_whole_on_a_narrow_terminal(width):
+    import io
+    import time
+
+    from rich.console import Console
+
+    from synclint.progress import make_bar
+
+    console = Console(file=io.StringIO(), width=width, force_terminal=False)
+    bar = make_bar(console, time.monotonic() - 75)
+    bar.add_task("project analysis: a second look at the files that use other files' facts", total=13456,
+                 completed=1234)
+    console.print(bar.make_tasks_table(bar.tasks))
+    (line,) = console.file.getvalue().splitlines()
+    assert len(line) <= width and line.startswith("project analysis: a")
+    assert line.endswith(" 1234/13456 files 1:15") and "…" in line
