@@ -204,3 +204,21 @@ def test_statistics_as_json_in_ruffs_shape_with_the_split_by_context(write, tmp_
                                         "contexts": {"loop": 3, "step": 1, "interval": 1, "code": 2}}]
     text = run_cli("check", "--statistics", "--ignore-contexts", "code", ".", cwd=tmp_path).stdout
     assert text.splitlines()[-1] == "     5\ttotal\t    2 more left out by `ignore-contexts`\tloop 3, step 1, interval 1"
+
+
+def test_json_url_links_each_rules_documentation_and_sarif_names_no_package_index(write, tmp_path):
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    write("kernel.py", KERNEL)
+    write("broken.py", "import torch\nif (:\n")
+    findings = json.loads(run_cli("check", "--output-format", "json", ".", cwd=tmp_path).stdout)
+    by_code = {f["code"]: f["url"] for f in findings}
+    assert by_code["SYNC000"] is None  # a file that does not parse: no rule to document
+    url = urlparse(by_code["SYNC101"])
+    assert url.scheme == "file"
+    module = Path(unquote(url.path)).read_text(encoding="utf-8")
+    assert 'code = "SYNC101"' in module and "## What it does" in module
+    document = json.loads(run_cli("check", "--output-format", "sarif", ".", cwd=tmp_path).stdout)
+    jsonschema.validate(document, sarif_schema())
+    assert "pypi.org" not in json.dumps(document) and "informationUri" not in document["runs"][0]["tool"]["driver"]
