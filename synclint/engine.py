@@ -38,7 +38,7 @@ from synclint.devices.program import required_accelerator
 from synclint.fixlayout import FileLines, fit_edit
 from synclint.model import Confidence, Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
-from synclint.patterns import one_line, one_line_message
+from synclint.patterns import one_line_message
 from synclint.project.facts import ModuleSummary, ProjectFile
 from synclint.project.index import ProjectIndex
 from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
@@ -587,7 +587,7 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
             end_location=Location(span.end.line, span.end.column + 1),
             confidence=report.confidence,
             context=report.context,
-            because=_one_line(report.because),
+            because=one_line_message(report.because),
             fix=_to_fix(ctx.module, positions, report.fix, report.indentation, layout, ctx.settings.fix_line_length)
             if report.fix is not None else None,
             noqa_row=row,
@@ -597,13 +597,6 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
         key = (finding.code, row, finding.location.column, finding.end_location, finding.confidence, finding.context)
         findings.setdefault(key, finding)
     return sorted(findings.values(), key=lambda f: f.sort_key)
-
-
-def _one_line(because: str | None) -> str | None:
-    """A `because` as one line (it may quote code that spans several): a report line holds it."""
-    if because is None or ("\n" not in because and "\r" not in because):
-        return because
-    return one_line(because, limit=len(because))
 
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # what libcst's position provider counts as a line break

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import libcst as cst
 
@@ -114,10 +114,18 @@ def without_comments(code: str) -> str:
     return "".join(out)
 
 
-def one_line_message(message: str) -> str:
-    """A finding's message on one line: the code it quotes between backticks as `one_line` writes it
-    (whole), the prose around it with its line breaks joined."""
-    if "\n" not in message and "\r" not in message:
+@overload
+def one_line_message(message: str) -> str: ...
+
+
+@overload
+def one_line_message(message: None) -> None: ...
+
+
+def one_line_message(message: str | None) -> str | None:
+    """A finding's message (or `because`) on one line: the code it quotes between backticks as
+    `one_line` writes it (whole), the prose around it with its line breaks joined."""
+    if message is None or ("\n" not in message and "\r" not in message):
         return message
     parts = message.split("`")
     return "`".join(one_line(part, limit=len(part)) if i % 2 else " ".join(part.split(" ")).replace("\r\n", " ")
