@@ -769,7 +769,10 @@ def _analyse_source(source: SourceText, relpath: str, settings: Settings, result
                     debug: bool, project: ProjectFile | None) -> FileResult:
     result = result or FileResult(relpath, source=source)
     problem = too_complex(source.text)
-    if problem is not None:
+    if problem is not None:  # valid Python too long to analyse: a `# noqa: SYNC000` on its line accepts that
+        mark = parse_noqa(source.text).get(problem.row) if problem.message.startswith("expression too long") else None
+        if mark is not None and mark.silences(PARSE_ERROR[0]):
+            return result
         lines = source.text.splitlines()
         line = lines[problem.row - 1] if 0 < problem.row <= len(lines) else ""
         result.findings.append(problem_finding(PARSE_ERROR, relpath, problem.message, problem.row, problem.column,

@@ -26,6 +26,9 @@ from synclint.model import Applicability, Edit, Finding, Fix
 from synclint.source import DecodeProblem, SourceText, decode
 
 MAX_ROUNDS = 10
+# What SYNC000 says of valid Python that synclint will not analyse (source.too_complex): the one
+# SYNC000 a `# noqa` silences (a file that does not parse is excluded or fixed, not silenced).
+TOO_COMPLEX = "expression too long to analyse"
 
 
 @dataclass
@@ -271,8 +274,9 @@ def add_noqa_file(path: Path, relpath: str, findings: list[Finding]) -> NoqaOutc
 
     outcome = NoqaOutcome()
     wanted: dict[int, set[str]] = {}
+    too_complex = [f for f in findings if f.code == PARSE_ERROR[0] and f.message.startswith(TOO_COMPLEX)]
     for finding in findings:
-        if finding.code not in (PARSE_ERROR[0], "SYNC001"):
+        if finding.code not in (PARSE_ERROR[0], "SYNC001") or finding in too_complex:
             wanted.setdefault(finding.noqa_row or finding.location.row, set()).add(finding.code)
     if not wanted:
         return outcome
@@ -301,5 +305,6 @@ def add_noqa_file(path: Path, relpath: str, findings: list[Finding]) -> NoqaOutc
         return outcome
     outcome.written = True
     outcome.added = Counter(f.code for f in findings if (f.noqa_row or f.location.row) in wanted
-                            and (f.noqa_row or f.location.row) not in skipped and f.code not in (PARSE_ERROR[0], "SYNC001"))
+                            and (f.noqa_row or f.location.row) not in skipped
+                            and (f.code not in (PARSE_ERROR[0], "SYNC001") or f in too_complex))
     return outcome

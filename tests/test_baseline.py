@@ -225,3 +225,18 @@ def test_writing_the_baseline_of_some_files_keeps_the_entries_of_the_others(tmp_
     paths = [e["path"] for e in json.loads((tmp_path / "base.json").read_text())["findings"]]
     assert sorted(paths) == ["model.py", "model.py", "other.py", "other.py", "other.py"]
     assert check(tmp_path, "--baseline", "base.json", ".").stderr == ""
+
+
+def test_add_noqa_accepts_a_table_too_long_to_analyse_but_not_a_file_that_does_not_parse(tmp_path):
+    # A generated table (detectron2's LVIS categories): valid Python, one line of thousands of operators.
+    table = "import torch\n\nTABLE = [" + ", ".join(f"{{'id': {i}, 'name': 'x' + 'y'}}" for i in range(3000)) + "]\n"
+    (tmp_path / "table.py").write_text(table)
+    (tmp_path / "py2.py").write_text("import torch\nprint 'hello'\n")
+    found = rows(check(tmp_path, "."))
+    assert found == ["py2.py:2:1:", "table.py:3:1:"]  # (the table's file is not analysed: SYNC000 says why)
+    proc = run_cli("check", "--add-noqa", ".", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (0, "Added 1 noqa directive in 1 file.\n")
+    text = (tmp_path / "table.py").read_text()
+    assert text == table.replace("]\n", "]  # noqa: SYNC000\n") and (tmp_path / "py2.py").read_text().count("noqa") == 0
+    left = check(tmp_path, ".")
+    assert rows(left) == ["py2.py:2:1:"]  # a syntax error is fixed or excluded, not silenced
