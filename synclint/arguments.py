@@ -34,6 +34,31 @@ def globs(text: str) -> list[str]:
     return [p for p in text.split(",") if p]
 
 
+def names(text: str) -> list[str]:
+    """`a, b` -> ["a", "b"]."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def contexts(text: str) -> list[str]:
+    """`interval,code` -> ["interval", "code"]: finding contexts (config.CONTEXTS); `""` names none."""
+    from synclint.config import CONTEXTS
+
+    chosen = names(text)
+    unknown = [c for c in chosen if c not in CONTEXTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"knows {', '.join(CONTEXTS)}, not {unknown[0]!r}")
+    return chosen
+
+
+def per_file_ignore(text: str) -> tuple[str, list[str]]:
+    """`tests/*:SYNC107,SYNC101` -> ("tests/*", ["SYNC107", "SYNC101"]) (the glob is what comes before
+    the last colon)."""
+    glob, colon, chosen = text.rpartition(":")
+    if not colon or not glob or not codes(chosen):
+        raise argparse.ArgumentTypeError(f"expected GLOB:CODES (benchmarks/*:SYNC107,SYNC110), not {text!r}")
+    return glob, codes(chosen)
+
+
 @dataclass(frozen=True)
 class Option:
     """One option: its flags, its help, and the rest of what `add_argument` takes."""
@@ -71,6 +96,18 @@ CHECK_OPTIONS: tuple[Option, ...] = (
     _option("--extend-select", type=codes, metavar="CODES",
             help="rule codes or prefixes to enable on top of the selection"),
     _option("--ignore", help="rule codes or prefixes to disable, comma-separated", type=codes, metavar="CODES"),
+    _option("--per-file-ignores", type=per_file_ignore, action="append", metavar="GLOB:CODES",
+            help="codes to disable in the files a glob matches (repeatable; replaces `per-file-ignores`)"),
+    _option("--ignore-contexts", type=contexts, metavar="CONTEXTS",
+            help="finding contexts to drop, comma-separated: loop, step, interval, init, test, code (`\"\"`: none)"),
+    _option("--allow-sync-contexts", type=names, metavar="NAMES",
+            help="context managers inside which syncs are meant, comma-separated (replaces the list)"),
+    _option("--host-name-patterns", type=globs, metavar="GLOBS",
+            help="name globs of host values, comma-separated (replaces the defaults *_cpu, *_np, ...)"),
+    _option("--device-name-patterns", type=globs, metavar="GLOBS",
+            help="name globs of device tensors, comma-separated (replaces the defaults *_gpu, *_cuda, ...)"),
+    _option("--extend-rules", type=globs, metavar="DIRS",
+            help="folders of your own rule modules, comma-separated"),
     _option("--min-confidence", help="report only findings this sure", choices=("low", "medium", "high")),
     _option("--include-tests", action="store_true", default=None,
             help="also report findings in test code (tests/, test_*.py, *_test.py, conftest.py, functions named test_*)"),
@@ -85,6 +122,8 @@ CHECK_OPTIONS: tuple[Option, ...] = (
     _option("--verbose", "-v", action="store_true",
             help="print, on standard error, each phase of the run: its files, how many came from the cache, its time"),
     _option("--exit-zero", help="exit 0 even when there are findings", action="store_true"),
+    _option("--exclude", type=globs, metavar="GLOBS",
+            help="globs of paths never checked, comma-separated (replaces the defaults and `exclude`)"),
     _option("--extend-exclude", help="more globs to skip", type=globs, metavar="GLOBS"),
     _option("--force-exclude", help="apply excludes to files named on the command line", action="store_true"),
     _option("--no-respect-gitignore", help="also check files that .gitignore names", action="store_true"),

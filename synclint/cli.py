@@ -77,12 +77,24 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
 
 
+# The settings a flag of the same name sets (`--ignore-contexts` sets `ignore-contexts`).
+SETTING_FLAGS = ("select", "extend_select", "ignore", "min_confidence", "output_format", "exclude", "extend_exclude",
+                 "ignore_contexts", "allow_sync_contexts", "host_name_patterns", "device_name_patterns")
+
+
 def _overrides(args: argparse.Namespace) -> dict:
     overrides: dict = {}
-    for key in ("select", "extend_select", "ignore", "min_confidence", "output_format", "extend_exclude"):
+    for key in SETTING_FLAGS:
         value = getattr(args, key, None)
         if value is not None:
             overrides[key.replace("_", "-")] = value
+    if args.per_file_ignores is not None:
+        table: dict[str, list[str]] = {}
+        for glob, chosen in args.per_file_ignores:
+            table.setdefault(glob, []).extend(chosen)
+        overrides["per-file-ignores"] = table
+    if args.extend_rules is not None:  # folders named on the command line are where the user stands
+        overrides["extend-rules"] = [os.fspath(Path(folder).absolute()) for folder in args.extend_rules]
     if args.no_respect_gitignore:
         overrides["respect-gitignore"] = False
     if args.unsafe_fixes is not None:
@@ -271,13 +283,13 @@ def _check(args: argparse.Namespace, read: tuple[set[str], set[str], dict] | Non
         if args.statistics:
             from synclint.report.statistics import write_statistics
 
-            write_statistics(findings, stream, run.hidden_tests)
+            write_statistics(findings, stream, run.hidden_tests, run.hidden_contexts, settings.output_format)
         else:
             from synclint.report import render
             from synclint.report.text import Outcome
 
             color = False if close else None
-            outcome = Outcome(run.hidden_tests, len(run.problems), args.quiet, no_files)
+            outcome = Outcome(run.hidden_tests, len(run.problems), args.quiet, no_files, run.hidden_contexts)
             render(settings.output_format, findings, stream, color=color, rules=settings.enabled_rules(),
                    outcome=outcome)
     finally:
@@ -336,13 +348,22 @@ def _report_stdin_fix(run, data: bytes, args, settings) -> int:
 
 
 def _report_add_noqa(run) -> int:
-    added = sum(run.fixed.values())
-    files = sum(1 for item in run.files if item.written)
+    """What `--add-noqa` did; the findings no comment could silence (a line that cannot end in one)
+    are reported as a check reports them, and make the exit code 1."""
+    added = sum(run.noqa_added.values())
+    files = run.noqa_files
     print(f"Added {added} noqa directive{'s' if added != 1 else ''} in {files} file{'s' if files != 1 else ''}.",
           file=sys.stderr)
     for problem in run.problems:
         print(f"synclint: error: {problem}", file=sys.stderr)
-    return EXIT_ERROR if run.problems else EXIT_CLEAN
+    if run.problems:
+        return EXIT_ERROR
+    left = [f for f in run.findings if f.code not in ("SYNC000", "SYNC001")]
+    if left:
+        print(f"synclint: {len(left)} finding{'s' if len(left) != 1 else ''} left without a `# noqa`: "
+              "see the warnings above", file=sys.stderr)
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
 
 
 def _scope(run, args: argparse.Namespace, cwd: Path):

@@ -220,7 +220,17 @@ def project_root(cwd: Path, config_file: Path | None = None) -> Path:
     if config_file is not None:
         return config_file.resolve().parent
     config = find_config(cwd.resolve())
-    return config.parent if config is not None else cwd.resolve()
+    return config.parent if config is not None else unconfigured_root(cwd.resolve())
+
+
+def unconfigured_root(directory: Path) -> Path:
+    """The root of a project without a `[tool.synclint]` table, as ruff finds it: the nearest folder,
+    from `directory` up, that holds `.git` or a `pyproject.toml`; else `directory` itself. A run from
+    any subfolder then shares one cache, and excludes are read from the same place."""
+    for folder in (directory, *directory.parents):
+        if (folder / ".git").exists() or (folder / "pyproject.toml").is_file():
+            return folder
+    return directory
 
 
 def find_config(start: Path) -> Path | None:
@@ -439,7 +449,7 @@ class SettingsResolver:
         settings = self._by_config.get(config)
         if settings is None:
             if config is None:
-                settings = self._finish(build_settings({}, self.cwd.resolve(), None))
+                settings = self._finish(build_settings({}, unconfigured_root(self.cwd.resolve()), None))
             else:
                 table = read_toml_table(config) or {}
                 settings = self._finish(build_settings(table, config.parent, config))

@@ -39,7 +39,7 @@ from synclint.fixlayout import FileLines, fit_edit
 from synclint import policy
 from synclint.model import Edit, Finding, Fix, Location
 from synclint.noqa import parse_noqa
-from synclint.patterns import one_line
+from synclint.patterns import one_line_message
 from synclint.project.facts import ModuleSummary, ProjectFile
 from synclint.project.index import ProjectIndex
 from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
@@ -75,6 +75,7 @@ class FileResult:
     # what the cache keeps (None: not analysed here, as a fix's result after changes).
     analysis: list[Finding] | None = None
     hidden_tests: int = 0  # findings in test code that the view left out (`include-tests` off)
+    hidden_contexts: int = 0  # findings that only `ignore-contexts` left out
 
     @property
     def summary(self) -> ModuleSummary | None:
@@ -581,12 +582,12 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
         finding = policy.decided(Finding(
             code=rule.code,
             name=rule.name,
-            message=report.message,
+            message=one_line_message(report.message),  # a report line holds it: the code it quotes may span lines
             filename=relpath,
             location=Location(row, span.start.column + 1),
             end_location=Location(span.end.line, span.end.column + 1),
             context=report.context,
-            because=_one_line(report.because),
+            because=one_line_message(report.because),
             fix=_to_fix(ctx.module, positions, report.fix, report.indentation, layout, ctx.settings.fix_line_length)
             if report.fix is not None else None,
             noqa_row=row,
@@ -597,13 +598,6 @@ def _to_findings(ctx: FileContext, text: str, relpath: str) -> list[Finding]:
         key = (finding.code, row, finding.location.column, finding.end_location, finding.confidence, finding.context)
         findings.setdefault(key, finding)
     return sorted(findings.values(), key=lambda f: f.sort_key)
-
-
-def _one_line(because: str | None) -> str | None:
-    """A `because` as one line (it may quote code that spans several): a report line holds it."""
-    if because is None or ("\n" not in because and "\r" not in because):
-        return because
-    return one_line(because, limit=len(because))
 
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # what libcst's position provider counts as a line break
@@ -762,7 +756,7 @@ def _viewed(result: FileResult, settings: Settings) -> FileResult:
     from synclint.view import visible
 
     result.analysis = result.findings
-    result.findings, result.hidden_tests = visible(result.analysis, result.path, settings)
+    result.findings, result.hidden_tests, result.hidden_contexts = visible(result.analysis, result.path, settings)
     return result
 
 
@@ -776,7 +770,10 @@ def _analyse_source(source: SourceText, relpath: str, settings: Settings, result
                     debug: bool, project: ProjectFile | None) -> FileResult:
     result = result or FileResult(relpath, source=source)
     problem = too_complex(source.text)
-    if problem is not None:
+    if problem is not None:  # valid Python too long to analyse: a `# noqa: SYNC000` on its line accepts that
+        mark = parse_noqa(source.text).get(problem.row) if problem.message.startswith("expression too long") else None
+        if mark is not None and mark.silences(PARSE_ERROR[0]):
+            return result
         lines = source.text.splitlines()
         line = lines[problem.row - 1] if 0 < problem.row <= len(lines) else ""
         result.findings.append(problem_finding(PARSE_ERROR, relpath, problem.message, problem.row, problem.column,

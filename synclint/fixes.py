@@ -26,6 +26,9 @@ from synclint.model import Applicability, Edit, Finding, Fix
 from synclint.source import DecodeProblem, SourceText, decode
 
 MAX_ROUNDS = 10
+# What SYNC000 says of valid Python that synclint will not analyse (source.too_complex): the one
+# SYNC000 a `# noqa` silences (a file that does not parse is excluded or fixed, not silenced).
+TOO_COMPLEX = "expression too long to analyse"
 
 
 @dataclass
@@ -35,6 +38,7 @@ class FixOutcome:
     remaining: list[Finding] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # why fixes were not applied
     hidden_tests: int = 0  # of the last check: findings in test code the view left out
+    hidden_contexts: int = 0  # of the last check: findings `ignore-contexts` left out
     analysis: list[Finding] | None = None  # of the last check: every finding, before the view
 
 
@@ -119,6 +123,7 @@ def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
             result = check_source(current, relpath, settings, project=project)
         findings = result.findings
         outcome.hidden_tests, outcome.analysis = result.hidden_tests, result.analysis
+        outcome.hidden_contexts = result.hidden_contexts
         chosen: list[Finding] = []
         for finding in findings:
             fix = finding.fix
@@ -150,6 +155,7 @@ def fix_text(source: SourceText, relpath: str, settings: Settings, unsafe: bool,
     else:
         result = check_source(current, relpath, settings, project=project)
         outcome.remaining, outcome.hidden_tests, outcome.analysis = result.findings, result.hidden_tests, result.analysis
+        outcome.hidden_contexts = result.hidden_contexts
     outcome.text = current.text
     return outcome
 
@@ -201,6 +207,7 @@ def fix_bytes(data: bytes, relpath: str, settings: Settings, unsafe: bool, debug
         result = check_source(source, relpath, settings, debug=debug, project=project)
         return FileFix(result, problems=[f"{relpath}: fixing failed; file left as it was"])
     result = FileResult(relpath, outcome.remaining, source=source, hidden_tests=outcome.hidden_tests,
+                        hidden_contexts=outcome.hidden_contexts,
                         analysis=outcome.analysis if outcome.text == source.text else None)
     if result.findings and any(f.code == "SYNC001" for f in result.findings):
         result.internal_error = f"{relpath}: internal error while fixing"
@@ -249,40 +256,55 @@ def write_atomically(path: Path, original: bytes, new: bytes) -> str | None:
     return None
 
 
-def add_noqa_file(path: Path, relpath: str, settings: Settings, debug: bool = False) -> FileFix:
-    """`--add-noqa`: append `# noqa: CODE` to the line of every finding, so the file checks clean."""
-    from synclint.engine import check_bytes
+@dataclass
+class NoqaOutcome:
+    """What `--add-noqa` did to one file: the directives added (by code), whether it was written,
+    and why rows were left without one."""
+
+    added: Counter = field(default_factory=Counter)
+    written: bool = False
+    problems: list[str] = field(default_factory=list)
+
+
+def add_noqa_file(path: Path, relpath: str, findings: list[Finding]) -> NoqaOutcome:
+    """`--add-noqa`: append `# noqa: CODE` to the line of each of `findings` (those a check of the
+    file showed, cross-file findings included), so the file checks clean. Never writes a file that
+    would not parse, nor one that changed on disk meanwhile."""
     from synclint.noqa import add_noqa
 
+    outcome = NoqaOutcome()
+    wanted: dict[int, set[str]] = {}
+    too_complex = [f for f in findings if f.code == PARSE_ERROR[0] and f.message.startswith(TOO_COMPLEX)]
+    for finding in findings:
+        if finding.code not in (PARSE_ERROR[0], "SYNC001") or finding in too_complex:
+            wanted.setdefault(finding.noqa_row or finding.location.row, set()).add(finding.code)
+    if not wanted:
+        return outcome
     try:
         data = path.read_bytes()
+        source = decode(data)
     except OSError as exc:
-        return FileFix(FileResult(relpath, internal_error=f"{relpath}: cannot read: {exc.strerror or exc}"))
-    result = check_bytes(data, relpath, settings, debug)
-    fix = FileFix(result)
-    wanted: dict[int, set[str]] = {}
-    for finding in result.findings:
-        if finding.code not in (PARSE_ERROR[0], "SYNC001") and finding.noqa_row is not None:
-            wanted.setdefault(finding.noqa_row, set()).add(finding.code)
-    if not wanted or result.source is None:
-        return fix
-    text, changed, skipped = add_noqa(result.source.text, wanted)
+        outcome.problems.append(f"{relpath}: no `# noqa` added: cannot read: {exc.strerror or exc}")
+        return outcome
+    except DecodeProblem:
+        return outcome  # its check reports it (SYNC000)
+    text, changed, skipped = add_noqa(source.text, wanted)
     for row in skipped:
-        fix.problems.append(f"{relpath}:{row}: no `# noqa` added: the line ends inside a string or continues")
+        outcome.problems.append(f"{relpath}:{row}: no `# noqa` added: the line cannot end in a comment")
     if not changed:
-        return fix
+        return outcome
     try:
         compile(text, relpath, "exec", dont_inherit=True)
-        new = result.source.encode(text)
+        new = source.encode(text)
     except (SyntaxError, ValueError, UnicodeEncodeError) as exc:  # never write a file that stopped parsing
-        fix.problems.append(f"{relpath}: no `# noqa` added: the result would not parse ({exc})")
-        return fix
+        outcome.problems.append(f"{relpath}: no `# noqa` added: the result would not parse ({exc})")
+        return outcome
     problem = write_atomically(path, data, new)
     if problem:
-        fix.problems.append(f"{relpath}: {problem}")
-        return fix
-    fix.written = True
-    fix.fixed = Counter(f.code for f in result.findings if f.noqa_row in wanted and f.noqa_row not in skipped)
-    fix.result = FileResult(relpath, [f for f in result.findings if f.noqa_row in skipped or f.code in ("SYNC000", "SYNC001")],
-                            result.internal_error, result.source)
-    return fix
+        outcome.problems.append(f"{relpath}: {problem}")
+        return outcome
+    outcome.written = True
+    outcome.added = Counter(f.code for f in findings if (f.noqa_row or f.location.row) in wanted
+                            and (f.noqa_row or f.location.row) not in skipped
+                            and (f.code not in (PARSE_ERROR[0], "SYNC001") or f in too_complex))
+    return outcome

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +20,7 @@ from synclint.engine import (
     check_file,
 )
 from synclint.files import relative_to_root
-from synclint.fixes import FileFix, add_noqa_file, fix_file
+from synclint.fixes import FileFix, fix_file
 from synclint.model import Applicability
 from synclint.noqa import unknown_codes
 from synclint.project.facts import ProjectFile
@@ -39,6 +40,8 @@ class RunResult:
     analysed_files: list[str] = field(default_factory=list)  # of those, the files parsed and analysed
     signatures: dict[str, Signature] = field(default_factory=dict)  # of some of those, as the run took them
     phases: list["PhaseCount"] = field(default_factory=list)  # what the run did (`synclint check -v`)
+    noqa_added: Counter = field(default_factory=Counter)  # --add-noqa: the findings silenced, by code
+    noqa_files: int = 0  # --add-noqa: the files written
 
     @property
     def findings(self):
@@ -50,9 +53,12 @@ class RunResult:
         return sum(item.result.hidden_tests for item in self.files)
 
     @property
-    def fixed(self):
-        from collections import Counter
+    def hidden_contexts(self) -> int:
+        """Findings that `ignore-contexts` alone left out."""
+        return sum(item.result.hidden_contexts for item in self.files)
 
+    @property
+    def fixed(self):
         total: Counter = Counter()
         for item in self.files:
             total.update(item.fixed)
@@ -71,7 +77,7 @@ class Mode:
     fix: bool = False  # compute fixes
     write: bool = False  # write them (--fix); without it, only diff (--diff)
     unsafe: bool = False  # apply unsafe fixes too; None: as each file's settings say
-    add_noqa: bool = False  # --add-noqa: silence every finding with a comment
+    add_noqa: bool = False  # --add-noqa: silence every finding a check shows with a comment (runner.run_paths)
     debug: bool = False
 
 
@@ -105,9 +111,7 @@ def _process(job: Job, mode: Mode) -> FileFix:
         skipped = None  # reading it reports the problem
     if skipped is not None:
         return skipped
-    if mode.add_noqa:
-        item = add_noqa_file(path, shown, settings, mode.debug)
-    elif job.data is not None:
+    if job.data is not None:
         item = FileFix(check_bytes(job.data, shown, settings, mode.debug, job.project))
     elif not mode.fix:
         item = FileFix(check_file(path, shown, settings, mode.debug, job.project))
@@ -153,7 +157,7 @@ def check_all(work: list[Job], mode: Mode, cache: Cache | None, workers: int, pr
     `label`: what the progress display says of this phase."""
     results: list[FileFix | None] = [None] * len(work)
     keys: dict[int, str] = {}
-    if cache is not None and not mode.add_noqa:
+    if cache is not None:
         keys = _from_cache(work, results, cache, mode)
     pending = [i for i, item in enumerate(results) if item is None]
     advance = progress.phase(label, len(work), len(work) - len(pending))
@@ -191,7 +195,7 @@ def fix_checked(jobs: list[Job], results: list[FileFix | None], mode: Mode, work
                 digest = None  # the fix reports it
             if digest is not None:
                 seen = FileResult(job.shown, item.result.findings, analysis=item.result.analysis,
-                                  hidden_tests=item.result.hidden_tests)
+                                  hidden_tests=item.result.hidden_tests, hidden_contexts=item.result.hidden_contexts)
                 job = replace(job, checked=(digest, seen))
                 if not mode.write:
                     key = _fix_key(cache, job, mode)
@@ -267,8 +271,9 @@ def _from_cache(work: list[Job], results: list, cache: Cache, mode: Mode) -> dic
 
 def _cached_result(entry: Entry, job: Job, view: View) -> FileResult:
     """A cache entry's result as this run shows it: `view` filters the stored analysis."""
-    findings, hidden = view.shown(entry.findings, job.shown)
-    return FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings, hidden_tests=hidden)
+    findings, hidden, dropped = view.shown(entry.findings, job.shown)
+    return FileResult(job.shown, findings, summary_data=entry.summary, analysis=entry.findings, hidden_tests=hidden,
+                      hidden_contexts=dropped)
 
 
 def collect_problems(run: RunResult) -> None:

@@ -56,6 +56,10 @@ class Applicability(str, enum.Enum):
     UNSAFE = "unsafe"
 
 
+# The most severe level (as a confidence: 3 error, 2 warning, 1 note) of a finding in each context
+# (config.CONTEXTS): what runs once is never an error, however sure (`Finding.level`).
+LEVEL_CAPS = {"loop": 3, "step": 3, "interval": 2, "code": 2, "init": 1, "test": 1}
+
 # The codes of findings about the run itself: a file that does not parse, a rule that crashed.
 ENGINE_CODES = ("SYNC000", "SYNC001")
 
@@ -117,11 +121,15 @@ class Finding:
         return self.message
 
     def level(self) -> str:
-        """How severe it is in SARIF's words, by its confidence: `error` for a proven sync (and a file
-        synclint could not check), `warning` for a likely one, `note` for one that may be."""
-        if self.code in ENGINE_CODES or self.confidence is Confidence.HIGH:
+        """How severe it is in SARIF's words (GitHub's annotations follow them), by its confidence and by
+        how often its line runs: `error` for a proven sync paid every step (a loop, a per-step method),
+        `warning` for a likely one there or a proven one paid per call or every so many steps, `note`
+        for one that may be and for set-up code and tests, which run once. A file synclint could not
+        check is an `error`."""
+        if self.code in ENGINE_CODES:
             return "error"
-        return "warning" if self.confidence is Confidence.MEDIUM else "note"
+        rank = min(int(self.confidence), LEVEL_CAPS.get(self.context, int(Confidence.HIGH)))
+        return {3: "error", 2: "warning"}.get(rank, "note")
 
     @property
     def sort_key(self) -> tuple:

@@ -30,7 +30,9 @@ def _comments(text: str) -> list[tuple[int, str]]:
 
 
 def parse_noqa(text: str) -> dict[int, Noqa]:
-    """The noqa comment of each row that has one."""
+    """The noqa comment of each row that has one, and of each row that cannot end in a comment (inside
+    a string that goes on, before a backslash continuation): the comment where its line ends, as
+    ruff reads it (`Noqa.row` is the row of the comment itself)."""
     if "noqa" not in text.lower():
         return {}
     found: dict[int, Noqa] = {}
@@ -40,6 +42,11 @@ def parse_noqa(text: str) -> dict[int, Noqa]:
             continue
         codes = match.group("codes")
         found[row] = Noqa(row, None if codes is None else frozenset(c.upper() for c in CODE.findall(codes)))
+    if found:
+        for row, target in comment_rows(text).items():
+            mark = found.get(target)
+            if mark is not None and row not in found:
+                found[row] = mark
     return found
 
 
@@ -52,49 +59,76 @@ def unknown_codes(text: str, known: set[str]) -> list[tuple[int, str]]:
     families = {code.rstrip("0123456789") for code in known}
     found = []
     for row, mark in sorted(parse_noqa(text).items()):
+        if row != mark.row:
+            continue  # a row inside a string or a continuation: its line's comment is reported there
         for code in sorted(mark.codes or ()):
             if code not in known and code.rstrip("0123456789") in families:
                 found.append((row, code))
     return found
 
 
-def _rows_that_cannot_end_in_a_comment(text: str) -> set[int]:
-    """Rows whose line ends inside a string that goes on, or with a backslash continuation."""
-    blocked: set[int] = set()
+def comment_rows(text: str) -> dict[int, int]:
+    """For each row that cannot end in a comment (its line ends inside a string that goes on, or with
+    a backslash continuation), the row whose line ends the statement's text there: where its `# noqa`
+    goes. Rows of text that does not tokenize map to 0 (nowhere: touch nothing)."""
+    ends: dict[int, int] = {}
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.start[0] < tok.end[0] and tok.type not in (tokenize.NEWLINE, tokenize.NL):
-                blocked.update(range(tok.start[0], tok.end[0]))
+                for row in range(tok.start[0], tok.end[0]):
+                    ends[row] = max(ends.get(row, 0), tok.end[0])
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        return set(range(1, text.count("\n") + 2))  # cannot tell: touch nothing
+        return dict.fromkeys(range(1, text.count("\n") + 2), 0)
     for row, line in enumerate(text.splitlines(), 1):
-        if line.endswith("\\") and "#" not in line:
-            blocked.add(row)
-    return blocked
+        if line.endswith("\\") and "#" not in line and row not in ends:
+            ends[row] = row + 1
+    targets: dict[int, int] = {}
+    for row in ends:
+        target, seen = ends[row], {row}
+        while target in ends and target not in seen:  # a string that ends where a continuation starts
+            seen.add(target)
+            target = ends[target]
+        targets[row] = target
+    return targets
 
 
 def add_noqa(text: str, wanted: dict[int, set[str]]) -> tuple[str, int, list[int]]:
-    """Add `# noqa: CODE` for each row's codes, merging with a noqa the line has.
+    """Add `# noqa: CODE` for each row's codes, merging with a noqa the line has. A row whose line
+    cannot end in a comment (inside a multi-line string, before a backslash) takes it where its
+    statement's text ends there (`comment_rows`), as ruff puts it.
 
     Returns the new text, how many rows changed, and the rows that could not take a comment.
     """
     existing = parse_noqa(text)
     comments = dict(_comments(text)) if wanted else {}
-    blocked = _rows_that_cannot_end_in_a_comment(text)
+    moved = comment_rows(text)
     lines = text.splitlines(keepends=True)
-    changed, skipped = 0, []
+    by_line: dict[int, set[str]] = {}
+    asked: dict[int, list[int]] = {}
+    skipped: list[int] = []
     for row, codes in sorted(wanted.items()):
         mark = existing.get(row)
         if mark is not None and all(mark.silences(code) for code in codes):
             continue
-        if row in blocked or row > len(lines):
+        target = moved.get(row, row)
+        if not 0 < target <= len(lines) or target in moved:
             skipped.append(row)
+            continue
+        by_line.setdefault(target, set()).update(codes)
+        asked.setdefault(target, []).append(row)
+    changed = 0
+    for row, codes in sorted(by_line.items()):
+        mark = existing.get(row)
+        if mark is not None and mark.row != row:
+            skipped.extend(asked[row])  # cannot happen: `moved` rows are left out above
             continue
         line = lines[row - 1]
         body = line.rstrip("\r\n")
         ending = line[len(body):]
         if mark is not None:
-            merged = ", ".join(sorted(set(mark.codes or ()) | codes))
+            if mark.codes is None or codes <= mark.codes:
+                continue
+            merged = ", ".join(sorted(set(mark.codes) | codes))
             comment = comments[row]
             start = body.rindex(comment)
             new_comment = NOQA.sub(f"# noqa: {merged}", comment, count=1)
@@ -102,5 +136,5 @@ def add_noqa(text: str, wanted: dict[int, set[str]]) -> tuple[str, int, list[int
         else:
             body = f"{body.rstrip()}  # noqa: {', '.join(sorted(codes))}"
         lines[row - 1] = body + ending
-        changed += 1
-    return "".join(lines), changed, skipped
+        changed += len(asked[row])
+    return "".join(lines), changed, sorted(skipped)

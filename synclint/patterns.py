@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import libcst as cst
 
@@ -75,9 +75,61 @@ def statements_code(module: cst.Module, statements, indentation: str) -> str:
 
 
 def one_line(text: str, limit: int = 60) -> str:
-    """Source text for a one-line message: line breaks joined as code reads, long text shortened."""
+    """Source text for a one-line message: comments that end a line dropped, line breaks joined as
+    code reads, long text shortened."""
+    if "#" in text and "\n" in text:
+        text = without_comments(text)
     flat = re.sub(r"\s+([)\].,])", r"\1", re.sub(r"([(\[])\s+", r"\1", " ".join(text.split())))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def without_comments(code: str) -> str:
+    """`code` without its comments that a line break ends (`(has  # any\n).any()` -> `(has  \n).any()`);
+    a `#` inside a string literal stays, and so does one that no line break ends (text cut short)."""
+    out: list[str] = []
+    i, n, quote = 0, len(code), ""
+    while i < n:
+        char = code[i]
+        if quote:
+            if char == "\\":
+                out.append(code[i:i + 2])
+                i += 2
+                continue
+            if code.startswith(quote, i):
+                out.append(quote)
+                i += len(quote)
+                quote = ""
+                continue
+            out.append(char)
+            i += 1
+        elif char in "'\"":
+            quote = code[i:i + 3] if code[i:i + 3] in ("'''", '"""') else char
+            out.append(quote)
+            i += len(quote)
+        elif char == "#" and (end := code.find("\n", i)) != -1:
+            i = end
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+@overload
+def one_line_message(message: str) -> str: ...
+
+
+@overload
+def one_line_message(message: None) -> None: ...
+
+
+def one_line_message(message: str | None) -> str | None:
+    """A finding's message (or `because`) on one line: the code it quotes between backticks as
+    `one_line` writes it (whole), the prose around it with its line breaks joined."""
+    if message is None or ("\n" not in message and "\r" not in message):
+        return message
+    parts = message.split("`")
+    return "`".join(one_line(part, limit=len(part)) if i % 2 else " ".join(part.split(" ")).replace("\r\n", " ")
+                    .replace("\n", " ").replace("\r", " ") for i, part in enumerate(parts))
 
 
 def with_keyword_arg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:

@@ -124,13 +124,8 @@ class Progress:
             if self._closed.is_set():
                 return
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
-            from rich.progress import Progress as Bar
 
-            started = self._started
-            bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
-                      _Elapsed(started), console=Console(file=self._stream(), force_terminal=True), transient=True,
-                      refresh_per_second=4)
+            bar = make_bar(Console(file=self._stream(), force_terminal=True), self._started)
             self._task = bar.add_task(self._label, total=self._before + self._total,
                                       completed=self._before + self._done)
             bar.start()
@@ -147,11 +142,31 @@ class Progress:
                 self._bar = None
 
 
+def make_bar(console, started: float):
+    """The bar on `console`: the phase, cut short with an ellipsis where the line is too narrow for
+    it, then a short bar, files done and total, and the time since `started`, always whole (at
+    80 columns a long phase once squeezed them to `13… files 0:…`)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+    from rich.progress import Progress as Bar
+    from rich.table import Column
+
+    def whole() -> Column:
+        return Column(no_wrap=True)
+
+    return Bar(TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+               BarColumn(bar_width=BAR_WIDTH, table_column=whole()), MofNCompleteColumn(table_column=whole()),
+               TextColumn("files", table_column=whole()), _Elapsed(started, whole()), console=console,
+               transient=True, refresh_per_second=4, expand=True)
+
+
+BAR_WIDTH = 10
+
+
 def _nothing(n: int) -> None:
     pass
 
 
-def _Elapsed(started: float):
+def _Elapsed(started: float, column=None):
     """A column with the time since the run started (rich's TimeElapsedColumn counts per phase)."""
     from rich.progress import ProgressColumn
     from rich.text import Text
@@ -160,7 +175,7 @@ def _Elapsed(started: float):
         def render(self, task) -> Text:
             return Text(_clock(started), style="progress.elapsed")
 
-    return Elapsed()
+    return Elapsed(table_column=column)
 
 
 OFF = Progress(None)

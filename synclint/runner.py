@@ -24,7 +24,6 @@ from synclint.jobs import (
     with_noqa_warnings,
 )
 from synclint.progress import OFF, Progress
-from synclint.project.placement import package_root
 from synclint.project.run import check_project
 from synclint.tally import Tally
 
@@ -44,10 +43,51 @@ def collect(paths: list[Path], resolver: SettingsResolver, force_exclude: bool,
     return targets, problems
 
 
+# `--add-noqa` checks again after writing its comments: a comment that silences a helper's sync also
+# silences what it told its callers, and what is left (a line that could take no comment) is reported.
+NOQA_ROUNDS = 4
+
+
 def run_paths(
     paths: list[Path], resolver: SettingsResolver, mode: Mode, *, jobs: int | None = None,
     force_exclude: bool = False, cwd: Path | None = None, cache: Cache | None = None, progress: Progress = OFF,
 ) -> RunResult:
+    """Check (or fix) the files under `paths`. With `mode.add_noqa`: check them as a plain run does,
+    project analysis and all, and add a `# noqa` for every finding shown, until a check shows
+    nothing more that a comment can silence; the result is that last check, with what was added."""
+    if not mode.add_noqa:
+        return _run_paths(paths, resolver, mode, jobs, force_exclude, cwd, cache, progress)[0]
+    from collections import Counter
+
+    from synclint.fixes import add_noqa_file
+
+    check = replace(mode, add_noqa=False, fix=False, write=False)
+    added: Counter = Counter()
+    written: set[str] = set()
+    for _ in range(NOQA_ROUNDS):
+        run, located = _run_paths(paths, resolver, check, jobs, force_exclude, cwd, cache, progress)
+        problems: list[str] = []
+        more = False
+        for item in run.files:
+            path = located.get(item.result.path)
+            if path is None or not item.result.findings:
+                continue
+            outcome = add_noqa_file(path, item.result.path, item.result.findings)
+            problems.extend(outcome.problems)
+            if outcome.written:
+                more = True
+                added.update(outcome.added)
+                written.add(item.result.path)
+        if not more:
+            break
+    run.warnings.extend(problems)
+    run.noqa_added, run.noqa_files = added, len(written)
+    return run
+
+
+def _run_paths(paths: list[Path], resolver: SettingsResolver, mode: Mode, jobs: int | None, force_exclude: bool,
+               cwd: Path | None, cache: Cache | None, progress: Progress) -> tuple[RunResult, dict[str, Path]]:
+    """`run_paths` for a mode other than `add_noqa`; and where each file shown is."""
     cwd = cwd or Path.cwd()
     cache = cache.for_run() if cache is not None else None
     run = RunResult()
@@ -57,9 +97,7 @@ def run_paths(
     run.analysed_files = list(run.read_files)
     workers = jobs or os.cpu_count() or 1
     tally = Tally(progress)
-    if mode.add_noqa:
-        results = check_all(work, mode, None, workers, tally)
-    elif not any(job.settings.project_analysis for job in work):
+    if not any(job.settings.project_analysis for job in work):
         results = check_all(work, Mode(debug=mode.debug), cache, workers, tally)
         results = fix_checked(work, results, mode, workers, tally, cache)
     else:
@@ -67,7 +105,7 @@ def run_paths(
     run.phases = tally.finished()
     run.files = [item for item in results if item is not None]
     collect_problems(run)
-    return run
+    return run, {job.shown: job.path for job in work}
 
 
 def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mode: Mode, cwd: Path,
@@ -82,8 +120,11 @@ def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mod
         run = RunResult(files=[skipped])
         collect_problems(run)
         return run
-    path = cwd / filename if filename else None
-    if path is not None and not mode.fix and settings.project_analysis and package_root(path) is not None:
+    # With project analysis, as a run over that file by path checks it: in a package, against the
+    # package's facts; a script outside any package, as its own project (what its own calls pass its
+    # functions). Source with no file name stands for a script in the working directory.
+    path = cwd / (filename or "-")
+    if not mode.fix and settings.project_analysis:
         run = RunResult()
         cache = cache.for_run() if cache is not None else None
         job = Job(path, display_path(path.absolute(), cwd), settings, data=data)

@@ -33,30 +33,36 @@ class View:
             known = self._enabled[code] = self.settings.is_enabled(code)
         return known
 
-    def shown(self, findings: list[Finding], relpath: str) -> tuple[list[Finding], int]:
+    def shown(self, findings: list[Finding], relpath: str) -> tuple[list[Finding], int, int]:
         """The findings this view shows of a file's, sorted, one per code and place (the first
-        reported there, as the engine once kept); and how many findings only the quiet test
-        code hides (`include-tests` off), counted once per code and place as well."""
+        reported there, as the engine once kept); how many findings only the quiet test code
+        hides (`include-tests` off), and how many only `ignore-contexts` hides, each counted once
+        per code and place as well."""
         settings = self.settings
         ignored_here = tuple(settings.ignored_in_file(relpath)) if settings.per_file_ignores else ()
         shown: dict[tuple, Finding] = {}
         hidden: set[tuple] = set()
+        dropped: set[tuple] = set()  # by `ignore-contexts` alone
         for finding in findings:
             key = (finding.code, finding.location.row, finding.location.column, finding.end_location)
             if finding.code in PROBLEM_CODES:
                 shown.setdefault(key, finding)
                 continue
             if (not self.enabled(finding.code) or finding.confidence < settings.min_confidence
-                    or finding.context in settings.ignore_contexts
                     or any(finding.code.startswith(prefix) for prefix in ignored_here)):
+                continue
+            if finding.context in settings.ignore_contexts:
+                if finding.context != TEST_CONTEXT or settings.include_tests:
+                    dropped.add(key)
                 continue
             if finding.context == TEST_CONTEXT and not settings.include_tests:
                 hidden.add(key)
                 continue
             shown.setdefault(key, finding)
-        return sorted(shown.values(), key=lambda f: f.sort_key), len(hidden - shown.keys())
+        return (sorted(shown.values(), key=lambda f: f.sort_key), len(hidden - shown.keys()),
+                len(dropped - shown.keys() - hidden))
 
 
-def visible(findings: list[Finding], relpath: str, settings: Settings) -> tuple[list[Finding], int]:
+def visible(findings: list[Finding], relpath: str, settings: Settings) -> tuple[list[Finding], int, int]:
     """`View(settings).shown(findings, relpath)`."""
     return View(settings).shown(findings, relpath)

@@ -176,3 +176,24 @@ def test_a_cache_used_for_two_runs_reads_the_file_each_run(tmp_path, monkeypatch
     assert codes() == ["SYNC101"]
     (tmp_path / "kernel.py").write_text(SYNC.replace("if x.any():", "if True:"))
     assert codes() == []
+
+
+def test_a_run_from_a_subfolder_uses_the_cache_of_the_project_root(tmp_path):
+    # No `[tool.synclint]` table anywhere: the project root is where `.git` (or a pyproject.toml) is,
+    # as ruff finds it, not the folder a run starts from.
+    for marker in (".git", "pyproject.toml"):
+        project = tmp_path / marker.strip(".")
+        (project / "src" / "deep").mkdir(parents=True)
+        if marker == ".git":
+            (project / ".git").mkdir()
+        else:
+            (project / "pyproject.toml").write_text("[tool.black]\nline-length = 100\n")
+        (project / "src" / "deep" / "a.py").write_text(SYNC)
+        assert check(project / "src" / "deep", "a.py").returncode == 1
+        assert check(project / "src", "deep/a.py").returncode == 1
+        assert entries(project) and not (project / "src" / ".synclint_cache").exists()
+        assert not (project / "src" / "deep" / ".synclint_cache").exists()
+        poison(project)  # the run from the subfolder reads the root's cache
+        assert check(project / "src" / "deep", "a.py").returncode == 0
+        cleaned = run_cli("clean", cwd=project / "src" / "deep")
+        assert cleaned.stderr == f"Removed {project / '.synclint_cache'}.\n"

@@ -34,7 +34,7 @@ def test_overflow_check_is_reported_with_exit_1(write, tmp_path):
     # The text format shows the source line with the range marked.
     assert "4 | if x.isinf().any() or x.isnan().any():" in proc.stdout
     assert "   ^^^^^^^^^^^^^^^ SYNC101" in proc.stdout
-    assert "Found 2 findings." in proc.stdout
+    assert "Found 2 findings: 2 per call." in proc.stdout
 
 
 def test_bare_form_is_check(write, tmp_path):
@@ -68,18 +68,33 @@ def test_github_format_is_workflow_commands(write, tmp_path):
     write("kernel.py", OVERFLOW)
     proc = run_cli("check", "kernel.py", "--output-format", "github", cwd=tmp_path)
     lines = proc.stdout.splitlines()
-    assert lines[0] == ("::error file=kernel.py,line=4,col=4,endLine=4,endColumn=19,title=SYNC101 (sync-in-condition)::"
+    assert lines[0] == ("::warning file=kernel.py,line=4,col=4,endLine=4,endColumn=19,title=SYNC101 (sync-in-condition)::"
                         "SYNC101 `x.isinf().any()` is a CUDA tensor, used as a Python bool; the host waits for the GPU"
                         '%0Abecause: made by torch.randn(...) on "cuda" (high confidence)')
 
 
-def test_sarif_and_github_levels_follow_confidence(write, tmp_path):
-    write("kernel.py", OVERFLOW + "\n\ndef f(y):\n    return y.item()\n")  # `y` of unknown type: low
+def test_sarif_and_github_levels_follow_confidence_and_how_often_the_line_runs(write, tmp_path):
+    # A proven sync is an error only where it is paid every step: at the top level of a module (once
+    # per import, or per call as far as synclint knows) it is a warning; a value of unknown type is a note.
+    write("kernel.py", OVERFLOW + "\n\ndef f(y):\n    return y.item()\n\n\ndef g(xs):\n"
+                                  "    for _ in xs:\n        print(torch.ones(2, device=\"cuda\").sum().item())\n")
     proc = run_cli("check", "kernel.py", "--output-format", "sarif", "--min-confidence", "low", cwd=tmp_path)
     results = json.loads(proc.stdout)["runs"][0]["results"]
-    assert [(r["properties"]["confidence"], r["level"]) for r in results] == [("high", "error"), ("high", "error"), ("low", "note")]
+    assert [(r["locations"][0]["physicalLocation"]["region"]["startLine"], r["properties"]["context"],
+             r["properties"]["confidence"], r["level"]) for r in results] == [
+        (4, "code", "high", "warning"), (4, "code", "high", "warning"), (9, "code", "low", "note"),
+        (14, "loop", "high", "error")]
     proc = run_cli("check", "kernel.py", "--output-format", "github", "--min-confidence", "low", cwd=tmp_path)
-    assert [line.split(" ", 1)[0] for line in proc.stdout.splitlines()] == ["::error", "::error", "::notice"]
+    assert [line.split(" ", 1)[0] for line in proc.stdout.splitlines()] == ["::warning", "::warning", "::notice",
+                                                                             "::error"]
+
+
+def test_a_one_time_set_up_copy_is_a_notice_however_sure(write, tmp_path):
+    write("train.py", "import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self):\n"
+                      "        super().__init__()\n        self.w = torch.ones(1, device=\"cuda\")\n"
+                      "        self.ok = bool(self.w.item())\n")
+    proc = run_cli("check", "train.py", "--output-format", "github", "--min-confidence", "low", cwd=tmp_path)
+    assert proc.stdout.startswith("::notice file=train.py,line=8,")
 
 
 def test_sarif_results_say_why(write, tmp_path):

@@ -152,3 +152,88 @@ class Crashing(Rule):
     assert "Traceback" not in proc.stderr
     debug = run_cli("check", ".", "--debug", "--output-format", "concise", cwd=tmp_path)
     assert "Traceback (most recent call last)" in debug.stderr and "ValueError: bad rule" in debug.stderr
+
+
+FLAGS_KERNEL = '''import torch
+from contextlib import nullcontext as sync_meant
+
+
+class Model(torch.nn.Module):
+    def forward(self, x, counts_staging):
+        return x * counts_staging.sum().item()
+
+
+def train(model, loader):
+    t = torch.ones(2, device="cuda")
+    for batch in loader:
+        print(t.sum().item())
+        with sync_meant():
+            print(t.max().item())
+    return t.min().item()
+'''
+
+
+def _concise_rows(proc) -> list[str]:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return [line.split(" ")[0] + " " + line.split(" ")[1] for line in proc.stdout.splitlines() if ": SYNC" in line]
+
+
+def test_every_list_setting_has_its_flag():
+    from synclint.arguments import CHECK_OPTIONS
+    from synclint.config import CORE_KEYS
+
+    flags = {flag for option in CHECK_OPTIONS for flag in option.flags}
+    lists = [key for key, spec in CORE_KEYS.items() if spec.type in (list, dict)]
+    assert lists and [key for key in lists if f"--{key}" not in flags] == []
+
+
+@pytest.mark.parametrize("flag, table", [
+    (["--ignore-contexts", "loop,code"], 'ignore-contexts = ["loop", "code"]'),
+    (["--allow-sync-contexts", "sync_meant"], 'allow-sync-contexts = ["sync_meant"]'),
+    (["--host-name-patterns", "*_staging"], 'host-name-patterns = ["*_staging"]'),
+    (["--per-file-ignores", "kernel.py:SYNC107"], 'per-file-ignores = { "kernel.py" = ["SYNC107"] }'),
+    (["--exclude", "vendored"], 'exclude = ["vendored"]'),
+    (["--extend-rules", "my_rules"], 'extend-rules = ["my_rules"]'),
+])
+def test_a_list_setting_given_as_a_flag_does_what_the_configuration_does(write, tmp_path, flag, table):
+    write("kernel.py", FLAGS_KERNEL)
+    write("vendored/copy.py", FLAGS_KERNEL)
+    write("my_rules/more.py", "import libcst as cst\nfrom synclint.rule import Invalid, Rule\n\n\n"
+                              "class SyncMeant(Rule):\n    code = 'SYNC902'\n    name = 'sync-meant'\n"
+                              "    summary = 'a sync meant'\n"
+                              "    docs = '## What it does\\nx\\n## Why is this bad?\\nx\\n## Example\\nx\\n## Use instead\\n"
+                              "x\\n## Fix safety\\nx\\n'\n"
+                              "    INVALID = [Invalid('sync_meant()\\n')]\n\n"
+                              "    def visit_Call(self, node: cst.Call) -> None:\n"
+                              "        if isinstance(node.func, cst.Name) and node.func.value == 'sync_meant':\n"
+                              "            self.report(node, 'sync_meant() called')\n")
+    plain = _concise_rows(run_cli("check", "--output-format", "concise", ".", cwd=tmp_path))
+    by_flag = _concise_rows(run_cli("check", "--output-format", "concise", *flag, ".", cwd=tmp_path))
+    write("pyproject.toml", f"[tool.synclint]\n{table}\n")
+    by_config = _concise_rows(run_cli("check", "--output-format", "concise", ".", cwd=tmp_path))
+    assert by_flag == by_config != plain
+
+
+def test_the_flags_read_as_the_user_means_them(write, tmp_path):
+    write("kernel.py", FLAGS_KERNEL)
+    rows = _concise_rows(run_cli("check", "--output-format", "concise", "kernel.py", cwd=tmp_path))
+    assert rows == ["kernel.py:7:20: SYNC107", "kernel.py:13:15: SYNC107", "kernel.py:15:19: SYNC107",
+                    "kernel.py:16:12: SYNC107"]
+    proc = run_cli("check", "--ignore-contexts", "loop,code", "kernel.py", cwd=tmp_path)
+    assert _concise_rows(proc) == ["kernel.py:7:20: SYNC107"]
+    assert proc.stdout.splitlines()[-1] == "Found 1 finding: 1 per step. (3 findings left out by `ignore-contexts`.)"
+    write("pyproject.toml", '[tool.synclint]\nignore-contexts = ["step"]\n')
+    proc = run_cli("check", "--ignore-contexts", "", "--output-format", "concise", "kernel.py", cwd=tmp_path)
+    assert len(_concise_rows(proc)) == 4  # `""`: no context dropped, whatever the configuration says
+    assert _concise_rows(run_cli("check", "--output-format", "concise", "--allow-sync-contexts", "sync_meant",
+                                 "--host-name-patterns", "*_staging", "kernel.py", cwd=tmp_path)) == [
+        "kernel.py:13:15: SYNC107", "kernel.py:16:12: SYNC107"]
+    for args, message in [
+        (["--ignore-contexts", "loops"], "argument --ignore-contexts: knows loop, step, interval, init, test, code, "
+                                         "not 'loops'"),
+        (["--per-file-ignores", "kernel.py"], "argument --per-file-ignores: expected GLOB:CODES"),
+        (["--per-file-ignores", "kernel.py:SYNC999"], "`per-file-ignores` names 'SYNC999', which matches no rule"),
+        (["--extend-rules", "nowhere"], "nowhere"),
+    ]:
+        proc = run_cli("check", *args, "kernel.py", cwd=tmp_path)
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)

@@ -85,7 +85,7 @@ def test_a_terminal_shows_the_phase_files_done_and_total_and_elapsed(package):
     assert "checking; indexing pkg once for project analysis" in drawn
     assert re.search(r"7/7(\x1b\[0m)? files", drawn) and "0:0" in drawn  # files done and total, elapsed
     # Erased before the report, which follows it.
-    assert drawn.rindex(" files ") < drawn.index("SYNC107") < drawn.index("Found 6 findings.")
+    assert drawn.rindex(" files ") < drawn.index("SYNC107") < drawn.index("Found 6 findings: 6 per step.")
 
 
 def test_one_file_of_a_package_never_indexed_shows_what_it_indexes(package):
@@ -94,7 +94,7 @@ def test_one_file_of_a_package_never_indexed_shows_what_it_indexes(package):
     # Only what the file uses of the package (here nothing: the file alone).
     assert "checking; indexing what the files use of pkg" in drawn
     assert re.search(r"1/1(\x1b\[0m)? files", drawn)
-    assert drawn.rindex(" files ") < drawn.index("SYNC107") < drawn.index("Found 1 finding.")
+    assert drawn.rindex(" files ") < drawn.index("SYNC107") < drawn.index("Found 1 finding: 1 per step.")
 
 
 def test_a_warm_run_shows_no_indexing(package):
@@ -126,7 +126,7 @@ def test_a_terminal_on_standard_error_shows_the_bar_wherever_the_report_goes(pac
             code, drawn = on_terminal([*args, "--output-format", case], package)
     assert code == 1 and drew_progress(drawn), drawn
     if case == "stdout to a file":
-        assert "Found 6 findings." in (tmp_path / "out.txt").read_text() and "Found" not in drawn
+        assert "Found 6 findings: 6 per step." in (tmp_path / "out.txt").read_text() and "Found" not in drawn
     if case == "report to a file":
         assert (package / "report.json").read_text().startswith("[")
     if case == "json":  # erased before the report: what follows the bar is the report alone
@@ -227,3 +227,22 @@ def test_which_display(monkeypatch):
     monkeypatch.delenv("CI")
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert progress.display(quiet=False) == "lines"
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_the_bar_keeps_files_done_total_and_time_whole_on_a_narrow_terminal(width):
+    import io
+    import time
+
+    from rich.console import Console
+
+    from synclint.progress import make_bar
+
+    console = Console(file=io.StringIO(), width=width, force_terminal=False)
+    bar = make_bar(console, time.monotonic() - 75)
+    bar.add_task("project analysis: a second look at the files that use other files' facts", total=13456,
+                 completed=1234)
+    console.print(bar.make_tasks_table(bar.tasks))
+    (line,) = console.file.getvalue().splitlines()
+    assert len(line) <= width and line.startswith("project analysis: a")
+    assert line.endswith(" 1234/13456 files 1:15") and "…" in line

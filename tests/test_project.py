@@ -992,3 +992,47 @@ def test_verbose_counts_each_phase_and_every_file_is_analysed_at_most_twice(tmp_
     # Warm: the same files from the cache, with the solved index the cold run kept: nothing analysed.
     warm = run_cli("check", "-v", "-q", "--exit-zero", "--cache-dir", cache, ".", cwd=tmp_path)
     assert warm.stderr.splitlines()[-1] == "synclint: 0 analyses; 4 files indexed, 4 checked"
+
+
+SCRIPT = """import torch
+
+
+def summarize(mask):
+    return mask.sum().item()
+
+
+def helper(x):
+    if x.any():
+        return 1
+    return 0
+
+
+def main():
+    for _ in range(10):
+        m = torch.ones(4, device="cuda") > 0
+        print(summarize(m))
+        print(helper(m))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_script_outside_any_package_gives_the_same_findings_by_path_and_on_standard_input(tmp_path):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "probe.py").write_text(SCRIPT)
+    code, by_path = run_json("check", "--no-cache", "--min-confidence", "low", "tools/probe.py", cwd=tmp_path)
+    assert code == 1
+    # Its own calls pass `summarize` and `helper` a GPU mask: medium, by path as on stdin.
+    assert [(f["code"], f["location"]["row"], f["context"], f["confidence"]) for f in by_path] == [
+        ("SYNC107", 5, "code", "medium"), ("SYNC101", 9, "code", "medium"), ("SYNC112", 17, "loop", "low"),
+        ("SYNC112", 18, "loop", "low")]
+    for cache in (["--no-cache"], []):
+        piped = run_cli("check", *cache, "--min-confidence", "low", "--output-format", "json", "-", "--stdin-filename",
+                        "tools/probe.py", cwd=tmp_path, stdin=SCRIPT)
+        assert json.loads(piped.stdout) == by_path
+    unnamed = run_cli("check", "--no-cache", "--min-confidence", "low", "--output-format", "json", "-", cwd=tmp_path,
+                      stdin=SCRIPT)
+    shape = [(f["code"], f["location"]["row"], f["context"], f["confidence"]) for f in by_path]
+    assert [(f["code"], f["location"]["row"], f["context"], f["confidence"]) for f in json.loads(unnamed.stdout)] == shape

@@ -25,10 +25,10 @@ def test_test_files_are_quiet_by_default(write, tmp_path, path):
     write(path, MODEL)
     proc = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
     assert proc.returncode == 1 and codes_and_files(proc) == ["model.py"]
-    assert "Found 1 finding. (1 finding in test code left out: `--include-tests` shows them.)" in proc.stdout
+    assert "Found 1 finding: 1 per step. (1 finding in test code left out: `--include-tests` shows them.)" in proc.stdout
     shown = run_cli("check", "--output-format", "concise", "--include-tests", ".", cwd=tmp_path)
     assert codes_and_files(shown) == sorted(["model.py", path])
-    assert "Found 2 findings." in shown.stdout and "left out" not in shown.stdout
+    assert "Found 2 findings: 1 per step, 1 in tests." in shown.stdout and "left out" not in shown.stdout
 
 
 def test_test_functions_are_quiet_in_any_file(write, tmp_path):
@@ -53,8 +53,8 @@ def test_the_setting_brings_tests_back_and_the_flag_overrides_it(write, tmp_path
     assert run_cli("check", ".", cwd=tmp_path).returncode == 1
     assert run_cli("check", "--no-include-tests", ".", cwd=tmp_path).returncode == 0
     write("pyproject.toml", "[tool.synclint]\ninclude-tests = true\nignore-contexts = [\"test\"]\n")
-    proc = run_cli("check", ".", cwd=tmp_path)  # ignore-contexts says more: left out, and not counted
-    assert proc.returncode == 0 and proc.stdout.strip() == "All checks passed!"
+    proc = run_cli("check", ".", cwd=tmp_path)  # ignore-contexts says more: left out, and counted as its doing
+    assert proc.returncode == 0 and proc.stdout.strip() == "All checks passed! (1 finding left out by `ignore-contexts`.)"
     write("pyproject.toml", "[tool.synclint]\ninclude-tests = \"yes\"\n")
     proc = run_cli("check", ".", cwd=tmp_path)
     assert proc.returncode == 2 and "`include-tests` must be true or false" in proc.stderr

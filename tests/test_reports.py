@@ -128,3 +128,97 @@ def test_statistics_split_each_rule_by_context(write, tmp_path):
     proc = run_cli("check", "--min-confidence", "low", "--statistics", "train.py", cwd=tmp_path)
     assert proc.stdout == ("     5\tSYNC107\t    host-read\tloop 1, step 1, interval 1, code 1, init 1\n"
                            "     5\ttotal\t\tloop 1, step 1, interval 1, code 1, init 1\n")
+
+
+MULTI_LINE = """import torch
+
+
+def step(x):
+    y = torch.ones(4, device="cuda")
+    has = y > 0
+    if (has  # any positive
+            ).any():
+        pass
+    z = (y.sum()  # total, with a '#' and a "quote"
+         + y.max()).item()
+    return z
+"""
+
+
+def test_one_line_formats_print_one_line_per_finding_of_a_multi_line_expression(write, tmp_path):
+    write("m.py", MULTI_LINE)
+    concise = run_cli("check", "--output-format", "concise", "m.py", cwd=tmp_path)
+    assert concise.stdout.splitlines() == [
+        "m.py:7:8: SYNC101 `(has).any()` is a CUDA tensor, used as a Python bool; the host waits for the GPU",
+        "m.py:10:9: SYNC107 `(y.sum() + y.max()).item()` copies a value to the host; the host waits for the GPU",
+        "Found 2 findings: 2 per step.",
+    ]
+    github = run_cli("check", "--output-format", "github", "m.py", cwd=tmp_path).stdout.splitlines()
+    assert [line.split("::")[1].split(",")[1:3] for line in github] == [["line=7", "col=8"], ["line=10", "col=9"]]
+    assert github[0].endswith("::SYNC101 `(has).any()` is a CUDA tensor, used as a Python bool; the host waits for "
+                              'the GPU%0Abecause: made by torch.ones(...) on "cuda" (high confidence)')
+    findings = json.loads(run_cli("check", "--output-format", "json", "m.py", cwd=tmp_path).stdout)
+    assert [f["message"].split("`")[1] for f in findings] == ["(has).any()", "(y.sum() + y.max()).item()"]
+    assert [f["end_location"]["row"] for f in findings] == [8, 11]  # the range still spans the lines
+
+
+SURE_AND_UNSURE = """import torch
+
+
+def evaluate(x: torch.Tensor) -> float:
+    return x.sum().item()
+
+
+def train(model, loader, opt):
+    for batch in loader:
+        loss = model(batch)
+        loss.backward()
+        opt.step()
+        print(loss.item())
+        t = torch.ones(2, device="cuda")
+        print(t.sum().item())
+"""
+
+
+def test_the_surest_come_first_among_findings_that_run_as_often_and_the_summary_counts_each(write, tmp_path):
+    write("a.py", SURE_AND_UNSURE)
+    write("train.py", CONTEXTS)
+    proc = run_cli("check", ".", cwd=tmp_path)
+    headers = [line.split(" ")[0] + " " + line.split(" ")[2] for line in proc.stdout.splitlines() if ": SYNC" in line]
+    # Every step first (a loop, a per-step method), the proven (high) before the likely (medium), then by
+    # file and line; then every so many steps, then per call; set-up code, low here, is left out by default.
+    assert headers == ["a.py:15:15: (loop)", "train.py:11:20: (step)", "a.py:13:15: (loop)", "train.py:25:17: (loop)",
+                       "train.py:24:19: (interval)", "a.py:5:12: (code)", "train.py:15:12: (code)"]
+    assert proc.stdout.splitlines()[-1] == "Found 7 findings: 3 in loops, 1 per step, 1 at intervals, 2 per call."
+    concise = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
+    assert concise.stdout.splitlines()[-1] == "Found 7 findings: 3 in loops, 1 per step, 1 at intervals, 2 per call."
+
+
+def test_statistics_as_json_in_ruffs_shape_with_the_split_by_context(write, tmp_path):
+    write("train.py", CONTEXTS)
+    write("a.py", SURE_AND_UNSURE)
+    proc = run_cli("check", "--statistics", "--output-format", "json", ".", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr == ""
+    assert json.loads(proc.stdout) == [{"code": "SYNC107", "name": "host-read", "count": 7, "fixable": False,
+                                        "fixable_count": 0,
+                                        "contexts": {"loop": 3, "step": 1, "interval": 1, "code": 2}}]
+    text = run_cli("check", "--statistics", "--ignore-contexts", "code", ".", cwd=tmp_path).stdout
+    assert text.splitlines()[-1] == "     5\ttotal\t    2 more left out by `ignore-contexts`\tloop 3, step 1, interval 1"
+
+
+def test_json_url_links_each_rules_documentation_and_sarif_names_no_package_index(write, tmp_path):
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    write("kernel.py", KERNEL)
+    write("broken.py", "import torch\nif (:\n")
+    findings = json.loads(run_cli("check", "--output-format", "json", ".", cwd=tmp_path).stdout)
+    by_code = {f["code"]: f["url"] for f in findings}
+    assert by_code["SYNC000"] is None  # a file that does not parse: no rule to document
+    url = urlparse(by_code["SYNC101"])
+    assert url.scheme == "file"
+    module = Path(unquote(url.path)).read_text(encoding="utf-8")
+    assert 'code = "SYNC101"' in module and "## What it does" in module
+    document = json.loads(run_cli("check", "--output-format", "sarif", ".", cwd=tmp_path).stdout)
+    jsonschema.validate(document, sarif_schema())
+    assert "pypi.org" not in json.dumps(document) and "informationUri" not in document["runs"][0]["tool"]["driver"]

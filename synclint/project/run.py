@@ -196,9 +196,10 @@ def with_frequency(index: ProjectIndex, job: Job, result: FileResult) -> FileRes
     if not job.settings.project_analysis or not any(f.function in index.once for f in findings):
         return result
     once = [_run_once(index, f) for f in findings]
-    shown, hidden = View(job.settings).shown(once, job.shown)
+    shown, hidden, dropped = View(job.settings).shown(once, job.shown)
     return replace(result, findings=shown, analysis=once if result.analysis is not None else None,
-                   hidden_tests=result.hidden_tests if result.analysis is None else hidden)
+                   hidden_tests=result.hidden_tests if result.analysis is None else hidden,
+                   hidden_contexts=result.hidden_contexts if result.analysis is None else dropped)
 
 
 def _run_once(index: ProjectIndex, finding: Finding) -> Finding:

@@ -15,7 +15,7 @@ def render(fmt: str, findings: list[Finding], stream: TextIO, *, color: bool | N
     if fmt == "json":
         from synclint.report.json import write_json
 
-        write_json(findings, stream)
+        write_json(findings, stream, rules)
     elif fmt == "sarif":
         from synclint.report.sarif import write_sarif
 

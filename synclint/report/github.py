@@ -1,5 +1,6 @@
-"""GitHub Actions workflow commands: one annotation per finding (`::error` for high confidence,
-`::warning` for medium, `::notice` for low), its message with the `because` on a second line."""
+"""GitHub Actions workflow commands: one annotation per finding, its level as SARIF's
+(`Finding.level`: by confidence and by how often its line runs; `::error` only for a proven sync
+paid every step, `::notice` for set-up code), its message with the `because` on a second line."""
 
 from __future__ import annotations
 

@@ -1,8 +1,14 @@
-"""Ruff's JSON shape, plus synclint's own fields (name, confidence, context, because, evidence)."""
+"""Ruff's JSON shape, plus synclint's own fields (name, confidence, context, because, evidence).
+
+`url` links the rule's documentation: synclint is not published, so not a web page but the rule's
+own module (a `file:` URI), where its documentation lives beside its code (`synclint rule CODE`
+prints it); None for the findings about the run itself (SYNC000, SYNC001)."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import TextIO
 
 from synclint.model import Finding, Fix, Location
@@ -25,7 +31,19 @@ def fix_to_json(fix: Fix | None) -> dict | None:
     }
 
 
-def finding_to_json(f: Finding) -> dict:
+def rule_url(rule) -> str | None:
+    """The `file:` URI of the module that defines `rule` (its documentation), if it has a file."""
+    module = sys.modules.get(rule.__module__)
+    filename = getattr(module, "__file__", None)
+    return Path(filename).resolve().as_uri() if filename else None
+
+
+def rule_urls(rules) -> dict[str, str | None]:
+    """Each rule's `url`, by code (`rules`: rule classes)."""
+    return {rule.code: rule_url(rule) for rule in rules}
+
+
+def finding_to_json(f: Finding, url: str | None = None) -> dict:
     return {
         "cell": None,
         "code": f.code,
@@ -35,7 +53,7 @@ def finding_to_json(f: Finding) -> dict:
         "location": _location(f.location),
         "end_location": _location(f.end_location),
         "fix": fix_to_json(f.fix),
-        "url": None,
+        "url": url,
         "noqa_row": f.noqa_row,
         "confidence": str(f.confidence),
         "context": f.context,
@@ -46,6 +64,11 @@ def finding_to_json(f: Finding) -> dict:
     }
 
 
-def write_json(findings: list[Finding], stream: TextIO) -> None:
-    json.dump([finding_to_json(f) for f in findings], stream, indent=2)
+def write_json(findings: list[Finding], stream: TextIO, rules=()) -> None:
+    urls = rule_urls(rules)
+    if any(f.code not in urls for f in findings):
+        from synclint.registry import all_rules
+
+        urls = {**rule_urls(all_rules().values()), **urls}
+    json.dump([finding_to_json(f, urls.get(f.code)) for f in findings], stream, indent=2)
     stream.write("\n")

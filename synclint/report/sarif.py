@@ -89,7 +89,6 @@ def sarif_document(findings: list[Finding], rules) -> dict:
                     "driver": {
                         "name": "synclint",
                         "version": __version__,
-                        "informationUri": "https://pypi.org/project/synclint/",
                         "rules": descriptors,
                     }
                 },

@@ -11,22 +11,35 @@ and column.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TextIO
 
-from synclint.model import Applicability, Finding
+from synclint.model import ENGINE_CODES, Applicability, Finding
 from synclint.runtime import runtime_note
 
 
-# How often a finding's context pays its wait, most often first (config.CONTEXTS names them).
+# How often a finding's context pays its wait, most often first (config.CONTEXTS names them), and
+# how the summary says it.
 HOTNESS = {"loop": 0, "step": 0, "interval": 1, "code": 2, "init": 3, "test": 4}
+HOW_OFTEN = {"loop": "in loops", "step": "per step", "interval": "at intervals", "code": "per call",
+             "init": "once", "test": "in tests"}
 
 
 def hot_first(findings: list[Finding]) -> list[Finding]:
-    """The findings (in file order) with those paid every step first (see the module docstring);
-    with a runtime report, those a run confirmed come before all of them, in the order of their
-    measured wait (`runtime.confirm` gives that order)."""
-    return sorted(findings, key=lambda f: (0, 0) if f.runtime_syncs else (1, HOTNESS.get(f.context, len(HOTNESS))))
+    """The findings (in file order) with those paid every step first, the surest first within each
+    group (see the module docstring); with a runtime report, those a run confirmed come before all
+    of them, in the order of their measured wait (`runtime.confirm` gives that order)."""
+    return sorted(findings, key=lambda f: (0, 0, 0) if f.runtime_syncs
+                  else (1, HOTNESS.get(f.context, len(HOTNESS)), -f.confidence))
+
+
+def how_often(findings: list[Finding]) -> str:
+    """How many findings run how often, most often first: `9 in loops, 3 per step, 30 per call`."""
+    counts = Counter(f.context for f in findings if f.code not in ENGINE_CODES)
+    order = sorted(counts, key=lambda c: (HOTNESS.get(c, len(HOTNESS)), list(HOW_OFTEN).index(c) if c in HOW_OFTEN
+                                          else len(HOW_OFTEN), c))
+    return ", ".join(f"{counts[c]} {HOW_OFTEN.get(c, c)}" for c in order)
 
 
 def headline(f: Finding) -> str:
@@ -42,6 +55,7 @@ class Outcome:
     errors: int = 0
     quiet: bool = False  # --quiet: the findings only
     no_files: bool = False  # the paths held no Python file to check
+    hidden_contexts: int = 0  # findings that `ignore-contexts` alone left out
 
 
 NOTHING_ELSE = Outcome()
@@ -62,10 +76,13 @@ def summary(findings: list[Finding], outcome: Outcome = NOTHING_ELSE) -> str:
     elif not n:
         text = "All checks passed!"
     else:
-        text = f"Found {_plural(n, 'finding')}."
+        often = how_often(findings)
+        text = f"Found {_plural(n, 'finding')}" + (f": {often}." if often else ".")
     if outcome.hidden_tests:
         text += (f" ({_plural(outcome.hidden_tests, 'finding')} in test code left out: `--include-tests` "
                  "shows them.)")
+    if outcome.hidden_contexts:
+        text += f" ({_plural(outcome.hidden_contexts, 'finding')} left out by `ignore-contexts`.)"
     safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.SAFE)
     unsafe = sum(1 for f in findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
     if safe:
