@@ -149,7 +149,8 @@ def run_program(program: Program, is_user: Callable[[str], bool], max_seconds: f
         try:
             with _deadline(max_seconds, stop):
                 if program.script is not None:
-                    runpy.run_path(program.script, run_name="__main__")
+                    # As python (3.9+) runs a script: by its absolute path (its __file__, what spawned children re-run).
+                    runpy.run_path(os.path.abspath(program.script), run_name="__main__")
                 else:
                     assert program.module is not None  # a program is a script or a module (`Program`)
                     runpy.run_module(program.module, run_name="__main__", alter_sys=True)
