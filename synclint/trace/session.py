@@ -103,7 +103,7 @@ def watching(chosen: Detector, recording: TraceRecording) -> ExitStack:
             from synclint.trace import timing
 
             if timing.available():
-                starts = stack.enter_context(timing.CallStarts(chosen.detector.is_user))
+                starts = stack.enter_context(timing.CallStarts())
                 recording.starts = starts
                 stack.callback(setattr, recording, "starts", None)
             else:

@@ -2,15 +2,16 @@
 
 CUDA's debug mode tells Python of a sync as the syncing call returns (torch issues the buffered
 warning when its binding exits), so the end of a wait is the moment the detector records it. Its
-start is the start of that call. `CallStarts` keeps, per thread, the start of the latest call to a
-torch function written in C (from any code: `torch.nonzero`, `Tensor.item`, `F.linear`) and of the
-latest line and call of the user's code; a recorded sync takes the time since then as its wait, and
-a second sync of the same call (CUDA may count two or three) the time since the first. Every other
-call site and every line outside the user's code is switched off the first time it runs
-(`sys.monitoring.DISABLE`), so a traced step pays one small callback per torch call and per line of
-its own code: a tenth of what a `TorchFunctionMode` (`synclint.verify.cuda.WaitTimer`, used before
-Python 3.12) costs. A sync whose call is no call (`if t:`, `x[mask]`) starts at its line, or at the
-torch call before it on that line. No torch here.
+start is the start of that call. `CallStarts` keeps, per thread, when the latest call to a torch
+function written in C started (from any code: `torch.nonzero`, `Tensor.item`, `F.linear`, the
+operators of `torch.ops`); a recorded sync takes the time since then as its wait, and a second sync
+of the same call (CUDA may count two or three) the time since the first. Every other call site is
+switched off the first time it runs (`sys.monitoring.DISABLE`), so a traced step pays one small
+callback per torch call from Python, where a `TorchFunctionMode` (`synclint.verify.cuda.WaitTimer`,
+still used before Python 3.12) runs torch's whole Python override protocol for each. A sync that no
+call makes (`if t:`, `x[mask]`, both through slots) starts at the torch call before it: its wait
+includes the host's own time since then (the line's launches, microseconds).
+No torch here.
 """
 
 from __future__ import annotations
@@ -45,20 +46,13 @@ def _is_torch_c(callee: Any) -> bool:
 
 
 class CallStarts:
-    """`with CallStarts(is_user) as starts:` ...; `starts.take(now)`: the wait of a sync recorded at `now`."""
+    """`with CallStarts() as starts:` ...; `starts.take(now)`: the wait of a sync recorded at `now`."""
 
-    def __init__(self, is_user: Callable[[str], bool], clock: Callable[[], float] = time.perf_counter) -> None:
-        self.is_user = is_user
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.clock = clock
         self._local = threading.local()
-        self._users: dict[types.CodeType, bool] = {}
+        self._torch_c: set = set()  # the torch functions and descriptors seen called
         self._tool: int | None = None
-
-    def _user(self, code: types.CodeType) -> bool:
-        user = self._users.get(code)
-        if user is None:
-            user = self._users[code] = self.is_user(code.co_filename)
-        return user
 
     def __enter__(self) -> "CallStarts":
         monitoring: Any = getattr(sys, "monitoring")
@@ -66,29 +60,22 @@ class CallStarts:
         if tool is None:
             raise RuntimeError("every sys.monitoring tool id is taken")
         monitoring.use_tool_id(tool, "synclint trace")
-        disable, clock, local, user, users = monitoring.DISABLE, self.clock, self._local, self._user, self._users
+        disable, clock, local, torch_c = monitoring.DISABLE, self.clock, self._local, self._torch_c
 
         def on_call(code: types.CodeType, offset: int, callee: Any, arg0: Any) -> Any:
-            mine = users.get(code)
-            if mine is None:
-                mine = user(code)
-            if mine or _is_torch_c(callee):
-                local.start = clock()
-                return None
-            return disable
-
-        def on_line(code: types.CodeType, line: int) -> Any:
-            mine = users.get(code)
-            if mine is None:
-                mine = user(code)
-            if mine:
+            try:
+                known = callee in torch_c
+            except TypeError:  # an unhashable callable object: no torch function
+                return disable
+            if known or _is_torch_c(callee):
+                if not known and getattr(callee, "__self__", None) is None:
+                    torch_c.add(callee)  # a function or descriptor, not a bound method that would keep its tensor
                 local.start = clock()
                 return None
             return disable
 
         monitoring.register_callback(tool, monitoring.events.CALL, on_call)
-        monitoring.register_callback(tool, monitoring.events.LINE, on_line)
-        monitoring.set_events(tool, monitoring.events.CALL | monitoring.events.LINE)
+        monitoring.set_events(tool, monitoring.events.CALL)
         self._tool = tool
         return self
 
@@ -98,7 +85,6 @@ class CallStarts:
         monitoring: Any = getattr(sys, "monitoring")
         monitoring.set_events(self._tool, 0)
         monitoring.register_callback(self._tool, monitoring.events.CALL, None)
-        monitoring.register_callback(self._tool, monitoring.events.LINE, None)
         monitoring.free_tool_id(self._tool)
         self._tool = None
 
