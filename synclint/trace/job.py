@@ -35,7 +35,9 @@ import sys
 
 try:
     from synclint.trace.rank import start
-
+except ImportError:  # a Python without synclint (another interpreter the program runs): nothing to trace
+    pass
+else:
     start()
 finally:
     _here = os.path.dirname(os.path.abspath(__file__))

@@ -139,7 +139,9 @@ def _where(exc: BaseException) -> str:
     if not frames:
         return ""
     last = frames[-1]
-    return f" ({os.path.relpath(last.filename)}:{last.lineno}, in {last.name})"
+    from synclint.trace.recording import relative
+
+    return f" ({relative(last.filename, os.getcwd())}:{last.lineno}, in {last.name})"
 
 
 def _failure(exc: BaseException) -> str:

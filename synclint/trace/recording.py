@@ -132,7 +132,7 @@ def site_rows(events: list[SyncEvent], root: str, timed: bool) -> list[dict]:
         key = (event.kind, site.file if site else None, site.line if site else None, event.op)
         row = rows.get(key)
         if row is None:
-            row = rows[key] = {"kind": event.kind, "file": _relative(site.file, root) if site else None,
+            row = rows[key] = {"kind": event.kind, "file": relative(site.file, root) if site else None,
                                "line": site.line if site else None, "function": site.function if site else None,
                                "op": event.op, "count": 0, "wait_s": None, "source": site.source() if site else ""}
         row["count"] += 1
@@ -147,7 +147,8 @@ def sort_rows(rows: list[dict]) -> list[dict]:
                                        r["line"] or 0, r["op"]))
 
 
-def _relative(file: str, root: str) -> str:
+def relative(file: str, root: str) -> str:
+    """`file` relative to `root` when under it, else as it is."""
     try:
         relative = os.path.relpath(file, root)
     except ValueError:  # another drive

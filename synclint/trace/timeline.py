@@ -17,10 +17,10 @@ No torch here.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from synclint.trace.processes import ProcessTrace
+from synclint.trace.recording import relative
 
 SYNC_TID, STEP_TID = 1, 2
 
@@ -42,7 +42,7 @@ def timeline(processes: list[ProcessTrace], root: str, command: str) -> dict:
         ]
         for event, end in zip(process.events, process.ends):
             site = event.site
-            where = f"{_relative(site.file, root)}:{site.line}" if site else "<outside your code>"
+            where = f"{relative(site.file, root)}:{site.line}" if site else "<outside your code>"
             args: dict[str, object] = {"site": where, "op": event.op, "kind": event.kind, "wait_ms": None}
             if site:
                 args["function"] = site.function
@@ -75,10 +75,3 @@ def write_timeline(path: Path, processes: list[ProcessTrace], root: str, command
         path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document) + "\n", encoding="utf-8")
 
-
-def _relative(file: str, root: str) -> str:
-    try:
-        relative = os.path.relpath(file, root)
-    except ValueError:
-        return file
-    return file if relative.startswith(os.pardir + os.sep) else relative
