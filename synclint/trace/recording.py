@@ -150,7 +150,7 @@ def sort_rows(rows: list[dict]) -> list[dict]:
 def relative(file: str, root: str) -> str:
     """`file` relative to `root` when under it, else as it is."""
     try:
-        relative = os.path.relpath(file, root)
+        inside = os.path.relpath(file, root)
     except ValueError:  # another drive
         return file
-    return file if relative.startswith(os.pardir + os.sep) else relative
+    return file if inside.startswith(os.pardir + os.sep) else inside
