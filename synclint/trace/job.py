@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -59,8 +60,12 @@ def rank_environment(folder: str, settings: Settings, limits: RankLimits, base: 
     env.pop(ENV_INSIDE, None)
     env[ENV_DIR] = folder
     env[ENV_SETTINGS] = json.dumps({"settings": json.loads(settings.to_json()), "limits": asdict(limits)})
-    home = os.path.dirname(os.path.dirname(os.path.abspath(synclint.__file__)))  # synclint importable in the ranks
-    env["PYTHONPATH"] = os.pathsep.join([boot, home, *filter(None, [env.get("PYTHONPATH")])])
+    # synclint importable in the ranks (they run this interpreter): its folder, unless it is installed
+    # in site-packages (which put before the standard library could shadow it).
+    home = os.path.dirname(os.path.dirname(os.path.realpath(synclint.__file__)))
+    installed = {os.path.realpath(sysconfig.get_paths()[key]) for key in ("purelib", "platlib")}
+    env["PYTHONPATH"] = os.pathsep.join([boot, *([] if home in installed else [home]),
+                                         *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
