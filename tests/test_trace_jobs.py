@@ -174,7 +174,8 @@ def test_max_steps_in_a_rank_stops_the_whole_job(write, tmp_path):
     report = json.loads((tmp_path / "syncs.json").read_text())
     assert report["stopped"] == "the busiest site synced 3 times (--max-steps)"
     counts = {(s["line"], r["name"]): r["count"] for s in report["sites"] for r in s["ranks"]}
-    assert counts[(TOLIST_LINE, "rank 0")] == 3 and counts[(TOLIST_LINE, "rank 1")] >= 3
+    # Rank 0 stops at its third .tolist(); rank 1, held to it by all_reduce, also records no more than 3.
+    assert counts[(TOLIST_LINE, "rank 0")] == 3 and counts.get((TOLIST_LINE, "rank 1"), 0) <= 3
     assert "stopped: the busiest site synced 3 times (--max-steps)" in proc.stderr
     assert "synclint: error" not in proc.stderr  # the ranks it stopped did not fail
 

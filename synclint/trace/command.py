@@ -81,7 +81,7 @@ def _in_process(program: Program, chosen: Detector, limits: Limits, max_seconds:
 
 
 def run(args: argparse.Namespace, words: list[str]) -> int:
-    timeline_path: Path | None = getattr(args, "timeline", None)
+    timeline_path: Path | None = getattr(args, "timeline", None)  # `--timeline`, where the grammar has it
     try:
         program = parse_program(words)
         sources = None if args.source is None else tuple(str(folder) for folder in args.source)
@@ -102,10 +102,9 @@ def run(args: argparse.Namespace, words: list[str]) -> int:
             launched = run_launcher(program.command(), environment, folder, args.max_seconds)
             stopped, error = launched.stopped, launched.error
             processes = read_processes(folder)
-            if not processes and error is None and stopped is None:
-                error = "no rank of the job was traced (its workers are not Python processes given LOCAL_RANK)"
-            if error is not None and not processes:
-                error += " before any rank started"
+            if not processes and stopped is None:
+                error = (f"{error} before any rank started" if error is not None else
+                         "no rank of the job was traced (its workers are not Python processes given LOCAL_RANK)")
         else:
             children = {key: environment[key] for key in environment if os.environ.get(key) != environment[key]}
             try:
