@@ -90,7 +90,12 @@ def _pump(source: IO[bytes], sink: Callable[[], IO[str]]) -> None:
 
 def _signal_job(proc: subprocess.Popen, signum: int) -> None:
     try:
-        os.killpg(proc.pid, signum)  # the launcher's session; torchrun's workers have sessions of their own
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signum)  # the launcher's session; torchrun's workers have sessions of their own
+        elif signum == signal.SIGTERM:
+            proc.terminate()
+        else:
+            proc.kill()
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -124,7 +129,7 @@ def run_launcher(command: list[str], env: dict[str, str], folder: str, max_secon
                     _signal_job(proc, signal.SIGTERM)
                     terminated_at = time.monotonic()
             elif time.monotonic() - terminated_at > GRACE_SECONDS:
-                _signal_job(proc, signal.SIGKILL)
+                _signal_job(proc, getattr(signal, "SIGKILL", signal.SIGTERM))
                 terminated_at = float("inf")
     except KeyboardInterrupt:
         _signal_job(proc, signal.SIGTERM)
