@@ -195,8 +195,36 @@ def test_a_rank_that_crashes_is_exit_2_and_the_ranks_are_still_reported(write, t
     report = json.loads((tmp_path / "syncs.json").read_text())
     assert report["completed"] is False
     assert per_rank(report["sites"][0]) == {"rank 0": 3, "rank 1": 3}
-    assert [(p["name"], p["finished"], p["error"]) for p in report["processes"]] == [
-        ("rank 0", True, None), ("rank 1", False, "raised ZeroDivisionError: rank 1 gives up (crash.py:10, in <module>)")]
+    # Rank 0 has nothing left to do; torchrun may still stop it (SIGTERM) once rank 1 failed.
+    assert [(p["name"], p["error"]) for p in report["processes"]] == [
+        ("rank 0", None), ("rank 1", "raised ZeroDivisionError: rank 1 gives up (crash.py:10, in <module>)")]
+
+
+KILLED = """import os
+import signal
+import time
+
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+for _ in range(4):
+    torch.ones(2).sum().item()
+time.sleep(1.5)  # a rank writes what it recorded every half second
+dist.barrier()
+if dist.get_rank() == 1:
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_rank_killed_outright_keeps_what_it_wrote(write, tmp_path):
+    write("killed.py", KILLED)
+    proc = trace(tmp_path, "--no-check", "--report", "syncs.json", "--", "torchrun", "--nproc-per-node", "2", "killed.py")
+    assert proc.returncode == 2
+    assert ") ended without exiting (killed or crashed): its syncs until its last write are counted" in proc.stderr
+    report = json.loads((tmp_path / "syncs.json").read_text())
+    assert per_rank(report["sites"][0]) == {"rank 0": 4, "rank 1": 4}
+    assert [p["name"] for p in report["processes"] if not p["finished"]][-1:] == ["rank 1"]  # (torchrun may stop rank 0)
 
 
 def test_a_launcher_that_fails_before_any_rank_is_exit_2(write, tmp_path):
