@@ -350,3 +350,33 @@ def test_call_starts_time_from_the_start_of_the_last_torch_call():
         again = starts.take(time.perf_counter())
     assert waited is not None and 0.05 <= waited < 0.5
     assert again is not None and again < 0.01  # a second sync of the same call: the time since the first
+
+
+def test_in_a_rank_the_cuda_detector_waits_for_the_programs_first_cuda_call(monkeypatch):
+    """The sync debug mode starts CUDA; in a rank it must not start before the rank picks its GPU."""
+    from contextlib import contextmanager
+
+    from synclint.trace.session import Detector, watching
+
+    started, entered = [], []
+
+    class FakeCuda:
+        is_user = staticmethod(lambda filename: True)
+
+        @contextmanager
+        def watch(self, recording):
+            entered.append("watch")
+            yield recording
+            entered.append("closed")
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: bool(started))
+    monkeypatch.setattr(torch.cuda, "_lazy_init", lambda: started.append("init"))
+    original = torch.cuda._lazy_init
+    stack = watching(Detector(FakeCuda(), cuda=True, timed=False), TraceRecording(Limits()), rank=True)
+    assert entered == [] and not started  # nothing started CUDA yet
+    torch.cuda._lazy_init()  # as torch does on the program's first CUDA call (torch.cuda.set_device(rank), a tensor)
+    assert started == ["init"] and entered == ["watch"] and torch.cuda._lazy_init is original
+    torch.cuda._lazy_init()
+    assert entered == ["watch"]  # once
+    stack.close()
+    assert entered == ["watch", "closed"] and torch.cuda._lazy_init is original

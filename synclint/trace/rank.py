@@ -173,14 +173,14 @@ def _start(folder: str) -> None:
     data = json.loads(os.environ.get(ENV_SETTINGS) or "{}")
     settings = Settings.from_json(json.dumps(data.get("settings", {})))
     limits = RankLimits(**data.get("limits", {}))
-    chosen = detector(settings)
+    chosen = detector(settings, rank=True)
     holder: list[RankFile] = []
     recording = TraceRecording(Limits(limits.skip_syncs, limits.skip_seconds, limits.max_steps, None),
                                stopper=lambda reason: holder[0].stop(reason))
     writer = RankFile(folder, recording, chosen)
     holder.append(writer)
     writer.header()
-    stack = watching(chosen, recording)
+    stack = watching(chosen, recording, rank=True)
 
     import torch.distributed as dist
 

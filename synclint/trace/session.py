@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from synclint.trace.recording import TraceRecording
 
@@ -64,7 +65,10 @@ class Detector:
         return "not timed: --no-times" if self.cuda else "simulated on the CPU: counts only, no times"
 
 
-def detector(settings: Settings) -> Detector:
+def detector(settings: Settings, rank: bool = False) -> Detector:
+    """The detector `settings` ask for; raises SessionError when it cannot be had. In a rank (`rank`),
+    `settings.device` is what `synclint trace` found, and CUDA is not asked about: asking starts CUDA's
+    runtime, which must wait for the rank's own choice of devices (`CUDA_VISIBLE_DEVICES` set by the script)."""
     try:
         import torch
     except ImportError:
@@ -77,7 +81,7 @@ def detector(settings: Settings) -> Detector:
     is_user = UserCode(sources=None if settings.sources is None else list(settings.sources))
     device = settings.device
     if device == "cuda" or (device == "auto" and torch.cuda.is_available()):
-        if not torch.cuda.is_available():
+        if not rank and not torch.cuda.is_available():
             raise SessionError(f"--device cuda: torch {torch.__version__} sees no CUDA device; "
                                "--device cpu runs the simulation")
         from synclint.verify.cuda import CudaDetector
@@ -90,11 +94,36 @@ def detector(settings: Settings) -> Detector:
     return Detector(Simulator(is_user, placement=False), False, False)
 
 
-def watching(chosen: Detector, recording: TraceRecording) -> ExitStack:
-    """Everything that records into `recording`, entered; close the stack to stop."""
+def _after_cuda_starts(stack: ExitStack, enter: Callable[[], None]) -> None:
+    """`enter()` once CUDA has started: now if it has, else as the program's first CUDA call starts it
+    (`torch.cuda._lazy_init`, which torch calls from Python and C++ alike, by name), on the main thread."""
+    import torch.cuda as cuda
+
+    if cuda.is_initialized():
+        enter()
+        return
+    original = cuda._lazy_init
+
+    def _lazy_init() -> None:
+        original()
+        if cuda._lazy_init is _lazy_init and threading.current_thread() is threading.main_thread():
+            cuda._lazy_init = original
+            enter()
+
+    cuda._lazy_init = _lazy_init
+    stack.callback(lambda: setattr(cuda, "_lazy_init", original) if cuda._lazy_init is _lazy_init else None)
+
+
+def watching(chosen: Detector, recording: TraceRecording, rank: bool = False) -> ExitStack:
+    """Everything that records into `recording`, entered; close the stack to stop. In a rank the CUDA
+    detector starts with the program's own first CUDA call: the sync debug mode starts CUDA, and
+    started before the rank picks its device it would put a context on GPU 0 in every rank."""
     stack = ExitStack()
     try:
-        stack.enter_context(chosen.detector.watch(recording))
+        if rank and chosen.cuda:
+            _after_cuda_starts(stack, lambda: stack.enter_context(chosen.detector.watch(recording)))
+        else:
+            stack.enter_context(chosen.detector.watch(recording))
         if chosen.cuda:
             from synclint.trace.copies import PageableCopies
 
