@@ -1,8 +1,12 @@
-"""The program `synclint trace` runs: `python script.py args...` or `python -m module args...`.
+"""The program `synclint trace` runs: `python script.py args...`, `python -m module args...`, or a launcher.
 
-It runs in synclint's own interpreter (the detector hooks this process), as `python` would run
+A program runs in synclint's own interpreter (the detector hooks this process), as `python` would run
 it: `sys.argv` is the program's, the script's folder (or, with `-m`, the current folder) is first
-on `sys.path`, and `__name__` is `"__main__"`. Everything is put back afterwards. No torch here.
+on `sys.path`, and `__name__` is `"__main__"`. Everything is put back afterwards.
+
+A launcher (`torchrun ...`, `python -m torch.distributed.run ...`, `python -m torch.distributed.launch ...`)
+runs as a process of its own, with synclint's interpreter (`python -m torch.distributed.run` is what
+`torchrun` is), and its ranks are traced (`job`). No torch here.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from typing import Callable, Iterator
 from synclint.trace.recording import StopTrace
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?(\.exe)?", re.IGNORECASE)
-USAGE = "synclint trace [options] -- python script.py [args...]  (or: -- python -m module [args...])"
+USAGE = ("synclint trace [options] -- python script.py [args...]  (or: -- python -m module [args...], "
+         "-- torchrun [options] script.py [args...])")
+LAUNCHERS = {"torch.distributed.run", "torch.distributed.launch"}
 
 
 class ProgramError(Exception):
@@ -34,16 +40,30 @@ class Program:
     script: str | None  # a path, or
     module: str | None  # a module name
     args: tuple[str, ...]  # the program's own arguments
+    torchrun: bool = False  # written as `torchrun ...`
+
+    @property
+    def launcher(self) -> bool:
+        """A module that starts the ranks in processes of their own (torchrun)."""
+        return self.module in LAUNCHERS
 
     @property
     def shown(self) -> str:
+        if self.torchrun:
+            return " ".join(["torchrun", *self.args])
         return " ".join(["python", self.script or f"-m {self.module}", *self.args])
+
+    def command(self) -> list[str]:
+        """The launcher's command line, run with synclint's interpreter."""
+        return [sys.executable, "-m", self.module or "", *self.args]
 
 
 def parse_program(words: list[str]) -> Program:
     """The words after `--`. `python` (any `pythonX.Y`, or a path to one) may be left out before a `.py`."""
     if not words:
         raise ProgramError(f"nothing to run after `--`: {USAGE}")
+    if os.path.basename(words[0]) in ("torchrun", "torchrun.exe"):
+        return Program(None, "torch.distributed.run", tuple(words[1:]), torchrun=True)
     if _PYTHON.fullmatch(os.path.basename(words[0])):
         words = words[1:]
     elif not words[0].endswith(".py"):
@@ -129,7 +149,8 @@ def run_program(program: Program, is_user: Callable[[str], bool], max_seconds: f
         try:
             with _deadline(max_seconds, stop):
                 if program.script is not None:
-                    runpy.run_path(program.script, run_name="__main__")
+                    # As python (3.9+) runs a script: by its absolute path (its __file__, what spawned children re-run).
+                    runpy.run_path(os.path.abspath(program.script), run_name="__main__")
                 else:
                     assert program.module is not None  # a program is a script or a module (`Program`)
                     runpy.run_module(program.module, run_name="__main__", alter_sys=True)
