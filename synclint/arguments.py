@@ -177,6 +177,8 @@ def _positive(kind: type):
 TRACE_OPTIONS: tuple[Option, ...] = (
     _option("--report", type=Path, metavar="FILE",
             help="write the sync sites, counts and waits as JSON (the schema `check --runtime-report` reads)"),
+    _option("--timeline", type=Path, metavar="FILE",
+            help="write the run as a Chrome trace (Perfetto, chrome://tracing): each sync a slice on its rank's track"),
     _option("--skip-first", type=warmup, metavar="N[s]", default=(0, 0.0),
             help="record nothing during the warm-up: the first N syncs, or the first N seconds"),
     _option("--max-steps", type=_positive(int), metavar="N",

@@ -87,16 +87,6 @@ for _ in range(5):
 """
 
 
-@pytest.fixture
-def timeline_option(monkeypatch):
-    """`--timeline FILE` in the CLI's grammar (`synclint.arguments.TRACE_OPTIONS`), where it is not yet."""
-    import synclint.arguments as arguments
-
-    if not any("--timeline" in option.flags for option in arguments.TRACE_OPTIONS):
-        option = arguments._option("--timeline", type=Path, metavar="FILE", help="write the run as a Chrome trace")
-        monkeypatch.setattr(arguments, "TRACE_OPTIONS", (*arguments.TRACE_OPTIONS, option))
-
-
 def trace(tmp_path, *args):
     return run_cli("trace", *args, cwd=tmp_path)
 
@@ -125,7 +115,7 @@ def check_chrome_trace(document: dict) -> None:
 # ---- torchrun: every rank --------------------------------------------------------------------------
 
 
-def test_torchrun_traces_every_rank_with_exact_per_rank_counts(write, tmp_path, timeline_option):
+def test_torchrun_traces_every_rank_with_exact_per_rank_counts(write, tmp_path):
     write("train.py", RANKS)
     proc = trace(tmp_path, "--report", "syncs.json", "--timeline", "steps.json", "--",
                  "torchrun", "--nproc-per-node", "2", "train.py", "4")
@@ -180,7 +170,7 @@ def test_max_steps_in_a_rank_stops_the_whole_job(write, tmp_path):
     assert "synclint: error" not in proc.stderr  # the ranks it stopped did not fail
 
 
-def test_a_rank_that_crashes_is_exit_2_and_the_ranks_are_still_reported(write, tmp_path, timeline_option):
+def test_a_rank_that_crashes_is_exit_2_and_the_ranks_are_still_reported(write, tmp_path):
     write("crash.py", CRASH)
     (tmp_path / "taken").mkdir()
     proc = trace(tmp_path, "--no-check", "--report", "syncs.json", "--timeline", "taken", "--",
@@ -316,7 +306,7 @@ def test_the_timeline_slices_add_up_to_the_tables_wait(tmp_path):
     assert steps == [("step 1", 0.0, pytest.approx(0.5e6)), ("step 2", 0.5e6, pytest.approx(0.5e6))]
 
 
-def test_a_timeline_that_cannot_be_written_is_exit_2(write, tmp_path, timeline_option):
+def test_a_timeline_that_cannot_be_written_is_exit_2(write, tmp_path):
     write("one.py", "import torch\nprint(torch.ones(2).sum().item())\n")
     (tmp_path / "taken").mkdir()
     proc = trace(tmp_path, "--no-check", "--timeline", "taken", "--", "python", "one.py")

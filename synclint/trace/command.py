@@ -81,7 +81,7 @@ def _in_process(program: Program, chosen: Detector, limits: Limits, max_seconds:
 
 
 def run(args: argparse.Namespace, words: list[str]) -> int:
-    timeline_path: Path | None = getattr(args, "timeline", None)  # `--timeline`, where the grammar has it
+    timeline_path: Path | None = args.timeline
     try:
         program = parse_program(words)
         sources = None if args.source is None else tuple(str(folder) for folder in args.source)
