@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from synclint.devices.conventions import MASK_NAME, names_a_module
-from synclint.devices.lattice import Place, Where, is_host_guess
+from synclint.devices.lattice import Place, Where
 from synclint.model import Confidence
 from synclint.evidence import Basis, Certainty
 from synclint.patterns import BoolTensors, bool_operands, one_line, tensor_phrase
@@ -650,7 +650,8 @@ class HostRead(Rule):
         if indexed.place is Place.HOST_TENSOR:
             self._check_host_index(node, "a host tensor", "which the host reads first")
             return
-        if indexed.place is Place.HOST and not indexed.mapping and not indexed.is_none and not is_host_guess(indexed):
+        if indexed.place is Place.HOST and not indexed.mapping and (indexed.items is not None or indexed.element is not None):
+            # A list or tuple built where the code shows it (not any host value: `getattr(...)` may be a tensor).
             self._check_host_index(node, "a host sequence", "which Python reads as an int")
             return
         if not (indexed.on_device or indexed.place is Place.UNKNOWN):

@@ -447,3 +447,13 @@ def test_a_host_sequence_indexed_by_a_gpu_value_reads_it_as_an_int():
         (10, "`table[i]` indexes a host sequence with the GPU tensor `i`, which Python reads as an int; "
              "the host waits for the GPU", Certainty.HIGH),
     ]
+
+
+def test_a_value_host_only_by_a_guess_indexed_by_a_gpu_tensor_is_not_a_host_sequence():
+    # `getattr(module, name)` and a helper's result may be tensors: indexing one with a GPU tensor gathers on the GPU.
+    code = (
+        "import torch\n\ndef pick(module, name: str, active: torch.Tensor):\n"
+        "    full = getattr(module, name)\n    a, b = helper(module), helper(module)\n"
+        "    active = active.cuda()\n    return full[active], a[active]\n"
+    )
+    assert messages(code) == []
