@@ -66,7 +66,8 @@ def test_classes_and_functions_named_for_mps_xla_or_gaudi():
 
 
 @pytest.mark.parametrize("test", ["torch.backends.mps.is_available()", "torch.xpu.is_available()", "is_hpu_installed()",
-                                  "is_ipex_available()"])
+                                  "is_ipex_available()", "is_musa_available()", "device.type == 'musa'",
+                                  "device.type == 'mlu'"])
 def test_branches_that_run_only_on_another_accelerator(test):
     code = (f"import torch\n\n\ndef step(model, batch):\n    model.to('cuda')\n    loss = model(batch)\n"
             f"    if {test}:\n        return loss.item()\n    return loss.sum().item()\n")

@@ -195,8 +195,11 @@ def is_test_path(relpath: str) -> bool:
 
 # Files for accelerators other than CUDA GPUs, by their path: `xpumem.py`, `mla/xpu_mla_sparse.py`,
 # `mixed_precision/xpu.py`, `tpu_model_runner.py`, `hpu/`, `device_mps.py`, `xla_utils.py`, Intel
-# Gaudi's `habana/` and `gaudi_*.py`, IPEX's `*_ipex.py`. ROCm GPUs are CUDA devices to torch.
-_PLATFORMS = "xpu|tpu|hpu|npu|neuron|mps|xla|habana|gaudi|ipex"
+# Gaudi's `habana/` and `gaudi_*.py`, IPEX's `*_ipex.py`, Moore Threads' MUSA and Cambricon's MLU. ROCm GPUs are
+# CUDA devices to torch.
+# The torch device types of other accelerators, and the other names their code goes by.
+OTHER_DEVICE_TYPES = ("xpu", "npu", "hpu", "tpu", "xla", "mps", "mlu", "musa", "neuron")
+_PLATFORMS = "|".join((*OTHER_DEVICE_TYPES, "habana", "gaudi", "ipex"))
 OTHER_ACCELERATOR_PATH = re.compile(rf"(?:^|[/_])({_PLATFORMS})(?:mem)?(?:[/_.]|$)", re.IGNORECASE)
 # Intel Gaudi goes by its maker's name too; its torch device is "hpu".
 _PLATFORM_ALIASES = {"HABANA": "HPU", "GAUDI": "HPU"}
@@ -205,7 +208,7 @@ _PLATFORM_ALIASES = {"HABANA": "HPU", "GAUDI": "HPU"}
 # import torch_xla where it is installed and run on CUDA GPUs elsewhere.)
 OTHER_ACCELERATOR_PACKAGES = {
     "habana_frameworks": "HPU", "optimum.habana": "HPU", "intel_extension_for_pytorch": "IPEX", "torch_xla": "XLA",
-    "torch_npu": "NPU", "torch_neuronx": "NEURON", "torch_neuron": "NEURON", "torch_mlu": "MLU",
+    "torch_npu": "NPU", "torch_neuronx": "NEURON", "torch_neuron": "NEURON", "torch_mlu": "MLU", "torch_musa": "MUSA",
 }
 
 
@@ -231,7 +234,7 @@ def other_accelerator_package(module: str) -> str | None:
 # Classes and methods named for another accelerator: `INCXPULinearBase`, `TPUModelRunner`,
 # `DeviceMPS`, and the per-platform methods of a custom op (vLLM's `CustomOp.forward_xpu`,
 # `forward_cpu`), which the op dispatches to only on that platform.
-OTHER_ACCELERATOR_CLASS = re.compile(r"(XPU|TPU|HPU|NPU|Neuron|MPS|XLA|Gaudi|Habana|IPEX)(?![a-z])")
+OTHER_ACCELERATOR_CLASS = re.compile(r"(XPU|TPU|HPU|NPU|MLU|MUSA|Neuron|MPS|XLA|Gaudi|Habana|IPEX)(?![a-z])")
 OTHER_PLATFORM_METHOD = re.compile(rf"_*forward_({_PLATFORMS}|cpu)$")
 # Functions named for one: accelerate's `_neuron_gather_object` beside `_gpu_gather_object`.
 OTHER_PLATFORM_FUNCTION = re.compile(rf"(?:^|_)({_PLATFORMS})(?:_|$)")

@@ -11,7 +11,7 @@ import re
 
 import libcst as cst
 
-from synclint.devices.conventions import platform_name
+from synclint.devices.conventions import OTHER_DEVICE_TYPES, platform_name
 from synclint.devices.lattice import Env, host_tensor
 from synclint.syntax import code_text
 
@@ -122,12 +122,12 @@ def _is_tensor_check(call: cst.Call, qualname) -> bool:
 # The key, in an environment, that marks code that runs only on another accelerator (XPU, NPU,
 # TPU/XLA, HPU, MPS, ...): its value's `because` names it. No Python name can collide with it.
 OTHER_PLATFORM = " other platform"
-_OTHER_PLATFORMS = ("xpu", "npu", "hpu", "tpu", "xla", "mps", "mlu", "neuron")
-_PLATFORM_CHECK = re.compile(r"^is_(?:torch_)?(xpu|npu|hpu|tpu|xla|mps|mlu|neuron|ipex|habana|gaudi)"
+_OTHER_PLATFORMS = OTHER_DEVICE_TYPES
+_PLATFORM_CHECK = re.compile(rf"^is_(?:torch_)?({'|'.join((*OTHER_DEVICE_TYPES, 'ipex', 'habana', 'gaudi'))})"
                              r"(?:_available|_installed)?$")
 # `torch.backends.mps.is_available()`, `torch.xpu.is_available()`: a platform's own module asked.
 _MODULE_CHECKS = ("is_available", "is_built", "is_initialized")
-_PLATFORM_NAME = re.compile(r"(?:^|_)(XPU|NPU|HPU|TPU|XLA|MPS|MLU|NEURON)(?:$|_)", re.IGNORECASE)
+_PLATFORM_NAME = re.compile(rf"(?:^|_)({'|'.join(OTHER_DEVICE_TYPES)})(?:$|_)", re.IGNORECASE)
 
 
 def other_platform_when(test: cst.BaseExpression, holds: bool) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from synclint.devices.conventions import names_a_device, names_the_host, other_accelerator_package
+from synclint.devices.conventions import OTHER_DEVICE_TYPES, names_a_device, names_the_host, other_accelerator_package
 from synclint.syntax import code_text, dotted_name, keyword_arg, last_name, positional_args
 from synclint.traversal import walk
 
@@ -29,7 +29,7 @@ def _targets_a_device(arg: cst.BaseExpression) -> bool:
     """Whether a `.to(...)` or `device=` argument names an accelerator (not the CPU, not a dtype)."""
     if isinstance(arg, cst.SimpleString):
         value = arg.evaluated_value
-        return isinstance(value, str) and value.startswith(("cuda", "xpu", "npu", "mps", "hpu"))
+        return isinstance(value, str) and value.startswith(("cuda", *OTHER_DEVICE_TYPES))
     if isinstance(arg, cst.Integer):
         return True
     if isinstance(arg, cst.Call) and (dotted_name(arg.func) or "").endswith("device") and arg.args:
