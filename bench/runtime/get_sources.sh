@@ -6,8 +6,9 @@
 #
 # DIR/<pkg> is each package directory (the one with __init__.py): litgpt, accelerate, timm, peft,
 # diffusers, stable_baselines3, torch_geometric, kornia, gpytorch, botorch, pyro (pyro-ppl),
-# torchdiffeq, e3nn, monai, pytorch_metric_learning, skorch, and nanoGPT (its scripts, with an empty
-# __init__.py added so the scorer takes the folder).
+# torchdiffeq, e3nn, monai, pytorch_metric_learning, skorch, x_transformers, vector_quantize_pytorch,
+# pytorch_tabnet, torchsde, zuko, and nanoGPT (its scripts, with an empty __init__.py added so the
+# scorer takes the folder; likewise pytorch_tabnet, whose wheel has no __init__.py).
 # With --rt, RT_PKGS (default: all) picks the packages that travel: their wheels go to DIR/srcwhl
 # (run_all.sh unpacks them into DIR/src there, which keeps the carried size down), nanoGPT's scripts
 # to DIR/src/nanogpt, and the wheels of the dependencies the GPU image lacks to DIR/whl.
@@ -25,16 +26,22 @@ declare -A WHEEL=(
   [gpytorch]=gpytorch==1.15.2 [botorch]=botorch==0.18.1 [pyro]=pyro-ppl==1.9.2 [torchdiffeq]=torchdiffeq==0.2.5
   [e3nn]=e3nn==0.6.0 [monai]=monai==1.6.1 [pytorch_metric_learning]=pytorch-metric-learning==2.9.0
   [skorch]=skorch==1.4.0
+  [x_transformers]=x-transformers==2.31.10 [vector_quantize_pytorch]=vector-quantize-pytorch==1.32.0
+  [pytorch_tabnet]=pytorch-tabnet==4.1.0 [torchsde]=torchsde==0.2.6 [zuko]=zuko==1.6.0
 )
 # what the GPU image lacks, per package (pure Python unless a platform is named in PLATFORM_WHEELS)
 declare -A DEPS=(
   [litgpt]="jsonargparse==4.41.0 docstring_parser==0.18.0 typeshed_client==2.15.0"
   [stable_baselines3]="gymnasium==1.4.0 farama-notifications==0.0.6"
   [pyro]="pyro-api==0.1.2"
+  [x_transformers]="einx==0.4.3 frozendict==2.5.1 loguru==0.7.3 torch-einops-utils==0.2.0"
+  [vector_quantize_pytorch]="einx==0.4.3 frozendict==2.5.1 loguru==0.7.3 torch-einops-utils==0.2.0"
+  [torchsde]="trampoline==0.1.2"
 )
 declare -A PLATFORM_DEPS=([kornia]="kornia-rs==0.2.0")
 ALL_PKGS="litgpt accelerate timm nanogpt peft diffusers stable_baselines3 torch_geometric kornia
-  gpytorch botorch pyro torchdiffeq e3nn monai pytorch_metric_learning skorch"
+  gpytorch botorch pyro torchdiffeq e3nn monai pytorch_metric_learning skorch
+  x_transformers vector_quantize_pytorch pytorch_tabnet torchsde zuko"
 PKGS=${RT_PKGS:-$ALL_PKGS}
 [ -n "$RT" ] || PKGS=${SRC_PKGS:-$ALL_PKGS}   # SRC_PKGS picks packages for the --src layout too
 
@@ -73,10 +80,13 @@ if [[ " $PKGS " == *" nanogpt "* ]]; then
   echo "nanoGPT $NANOGPT_COMMIT -> $DEST/nanogpt"
   [ -n "$RT" ] || : > "$DEST/nanogpt/__init__.py"   # the scorer wants a package directory; the GPU run has none
 fi
+# the scorer wants a package directory; pytorch_tabnet's wheel ships none (the GPU run imports it as a namespace package)
+if [ -z "$RT" ] && [[ " $PKGS " == *" pytorch_tabnet "* ]]; then : > "$DEST/pytorch_tabnet/__init__.py"; fi
 if [ -n "$RT" ]; then
   mkdir -p "$RT/whl"; rm -f "$RT"/whl/*.whl
   deps=""; pdeps=""
   for p in $PKGS; do deps="$deps ${DEPS[$p]:-}"; pdeps="$pdeps ${PLATFORM_DEPS[$p]:-}"; done
+  deps=$(printf '%s\n' $deps | sort -u | tr '\n' ' ')   # packages that share a dependency name it once
   if [ -n "${deps// /}" ]; then $PY -m pip download -q --no-deps --only-binary=:all: -d "$RT/whl" $deps; fi
   # the GPU machine: x86-64, CPython 3.12
   if [ -n "${pdeps// /}" ]; then

@@ -66,7 +66,9 @@ for m in ["litgpt", "accelerate", "timm", "peft", "diffusers", "stable_baselines
           "kornia", "kornia_rs", "lightning", "torchmetrics", "tokenizers", "jsonargparse", "coverage",
           "huggingface_hub", "safetensors", "tiktoken", "tensorboard", "opt_einsum", "numpy", "scipy", "PIL",
           "torchvision", "transformers", "gpytorch", "linear_operator", "botorch", "pyro", "pyroapi", "torchdiffeq",
-          "e3nn", "opt_einsum_fx", "sympy", "monai", "einops", "skimage", "pytorch_metric_learning", "skorch", "sklearn"]:
+          "e3nn", "opt_einsum_fx", "sympy", "monai", "einops", "skimage", "pytorch_metric_learning", "skorch", "sklearn",
+          "x_transformers", "vector_quantize_pytorch", "einx", "frozendict", "loguru", "torch_einops_utils",
+          "pytorch_tabnet.tab_model", "pandas", "torchsde", "trampoline", "zuko"]:
     try:
         mod = importlib.import_module(m)
         print(f"{m:16s} {getattr(mod, '__version__', '?'):12s} {getattr(mod, '__file__', '')}")
