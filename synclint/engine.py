@@ -447,7 +447,7 @@ class BatchedVisitor(cst.CSTVisitor):
         if attribute in LOOP_BODIES.get(type(node), ()):
             self.ctx.loop_depth[-1] += 1
         elif type(node) is cst.If and attribute == "body":
-            if periodic_guard(node.test) is not None:
+            if periodic_guard(node.test, self.ctx.scopes[-1]) is not None:
                 self.ctx.intervals[-1] = (*self.ctx.intervals[-1], node)
             if _ends_in_raise(node.body):
                 self.ctx.allowed_depth += 1  # `if bad: <describe it>; raise ...`: on the way to an error

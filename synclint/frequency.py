@@ -15,7 +15,7 @@ from typing import cast
 import libcst as cst
 
 from synclint.devices.conventions import EPOCH_FUNCTIONS, INIT_FUNCTIONS, PERIODIC_GUARD, WEIGHT_LOADER
-from synclint.syntax import Scope, code_text, interval_of
+from synclint.syntax import Scope, code_text, interval_of, local_assignments
 
 # Why code in these blocks runs once (`Site.once`).
 MAIN_BLOCK = 'in an `if __name__ == "__main__":` block, which runs once'
@@ -34,16 +34,28 @@ def in_epoch_function(scope: Scope) -> bool:
         fnmatch.fnmatchcase(scope.name.value, pattern) for pattern in EPOCH_FUNCTIONS)
 
 
-def periodic_guard(test: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The period of an `if` that holds once every so many steps, or the guard call that says so."""
-    return interval_of(test, PERIODIC_GUARD)
+def periodic_guard(test: cst.BaseExpression, scope: Scope) -> cst.BaseExpression | None:
+    """The period of an `if` that holds once every so many steps, or the guard call that says so; also
+    of a flag that `scope` sets only to such a test (`is_log = step % log_every == 0`, then `if is_log:`)."""
+    period = interval_of(test, PERIODIC_GUARD)
+    flags = [test] if isinstance(test, cst.Name) else [side for side in (test.left, test.right) if isinstance(
+        side, cst.Name)] if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) else []
+    if period is not None or not flags:
+        return period
+    assigned = local_assignments(scope)
+    for flag in flags:
+        values = assigned.get(flag.value) or [None]
+        periods = [interval_of(value, PERIODIC_GUARD) if value is not None else None for value in values]
+        if all(p is not None for p in periods):
+            return periods[0]
+    return None
 
 
 def interval_phrase(intervals: tuple[cst.If, ...], scope: Scope) -> str | None:
     """How often the code runs, when an `if` around it (innermost last) or its function says once every
     so many steps."""
     if intervals:
-        period = periodic_guard(intervals[-1].test)
+        period = periodic_guard(intervals[-1].test, scope)
         text = code_text(cast(cst.BaseExpression, period), 40)
         return f"only when `{text}` holds" if isinstance(period, cst.Call) else f"once every `{text}` steps"
     return "once per epoch" if in_epoch_function(scope) else None

@@ -126,3 +126,31 @@ def test_what_a_plain_object_keeps_in_self_is_kept_per_object(tmp_path):
     )
     _, found = run_json("check", "--no-cache", str(script), cwd=tmp_path)
     assert [(f["location"]["row"], f["context"], f["confidence"]) for f in found] == [(7, "step", "high")]
+
+
+FLAG = '''
+import torch
+
+
+def train(model, loader, opt, log_every: int):
+    model.cuda()
+    for step, batch in enumerate(loader):
+        loss = model(batch).sum()
+        is_log = step % log_every == 0
+        if is_log:
+            print(loss.item())
+        if is_log and step > 0:
+            print(loss.max().item())
+        if step > 0:
+            print(loss.min().item())
+'''
+
+
+def test_a_flag_set_to_a_periodic_test_guards_an_interval(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(FLAG).lstrip("\n"), encoding="utf-8")
+    _, found = run_json("check", "--no-cache", "--min-confidence", "low", "--select", "SYNC107", str(script),
+                        cwd=tmp_path)
+    assert sorted((f["location"]["row"], f["context"]) for f in found) == [(10, "interval"), (12, "interval"),
+                                                                        (14, "loop")]
+    assert "once every `log_every` steps" in found[0]["because"]
