@@ -353,8 +353,8 @@ def test_a_function_that_only_set_up_code_calls_runs_once(tmp_path):
     assert found["app/checks.py", 5][2].endswith("only code that runs once calls _validate_config() (Net.__init__())")
     assert found["app/checks.py", 11][:2] == ("init", "low")
     assert found["app/checks.py", 11][2].endswith("only code that runs once calls _norm() (_validate_config())")
-    # `forward` calls report: it runs per step. (A public function may have callers the index does not see.)
-    assert found["app/checks.py", 15][:2] == ("code", "medium")
+    # `forward` calls report: it runs per step, which the solve says of it (its own file cannot).
+    assert found["app/checks.py", 15][:2] == ("step", "medium")
     # The same, checked alone against the kept index (pre-commit) and on standard input.
     _, alone = run_json("check", "--min-confidence", "low", "app/checks.py", cwd=tmp_path)
     assert {(f["location"]["row"], f["context"], f["confidence"]) for f in alone} == {
@@ -566,7 +566,8 @@ def test_a_gpu_tensor_passed_on_through_a_helper_that_does_not_sync_reaches_the_
     (check,) = by_code(findings, "SYNC101")
     assert (check["filename"], check["location"]["row"], check["confidence"]) == ("app/checks.py", 5, "medium")
     assert check["because"] == ("scale() passes it here (scale() is given `t` on the GPU (run() passes `x` here"
-                                " (made by torch.randn(...) on \"cuda\")))")
+                                " (made by torch.randn(...) on \"cuda\"))); called every step through scale()")
+    assert check["context"] == "step"  # run() calls scale() in a loop, and scale() calls overflowed()
     # The file checked alone by path, and on standard input as that path, gives the same finding
     # as the run over the package (all three with no cache: each works out what it needs).
     _, alone = run_json("check", "--no-cache", "app/checks.py", cwd=tmp_path)
@@ -1026,7 +1027,7 @@ def test_a_script_outside_any_package_gives_the_same_findings_by_path_and_on_sta
     assert code == 1
     # Its own calls pass `summarize` and `helper` a GPU mask: medium, by path as on stdin.
     assert [(f["code"], f["location"]["row"], f["context"], f["confidence"]) for f in by_path] == [
-        ("SYNC107", 5, "code", "medium"), ("SYNC101", 9, "code", "medium"), ("SYNC112", 17, "loop", "low"),
+        ("SYNC107", 5, "step", "medium"), ("SYNC101", 9, "step", "medium"), ("SYNC112", 17, "loop", "low"),
         ("SYNC112", 18, "loop", "low")]
     for cache in (["--no-cache"], []):
         piped = run_cli("check", *cache, "--min-confidence", "low", "--output-format", "json", "-", "--stdin-filename",

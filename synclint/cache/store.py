@@ -21,7 +21,7 @@ from pathlib import Path
 from synclint import __version__
 
 DEFAULT_DIR = ".synclint_cache"
-FORMAT = 10  # bump when the pickled content changes shape (10: Finding.evidence, Where.basis)
+FORMAT = 11  # bump when the pickled content changes shape (11: FunctionSummary.calls_per_step)
 # What a stored pickle that another version of synclint wrote can raise when read: a miss.
 UNREADABLE = (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError)
 

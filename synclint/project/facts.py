@@ -85,6 +85,8 @@ class FunctionSummary:
     passes: dict[str, dict[int | str, tuple[str, ...]]] = field(default_factory=dict)
     weak_params: frozenset[str] = frozenset()  # parameters a caller's GPU tensor would make surer
     relayed: frozenset[str] = frozenset()  # weak parameters it passes on to project functions (`passes`)
+    # Of `calls`, those it calls from a loop or a per-step method: `ProjectIndex.per_step`.
+    calls_per_step: tuple[str, ...] = ()
 
 
 @pickled_by_fields

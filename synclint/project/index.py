@@ -93,6 +93,7 @@ class ProjectIndex:
         self.device_params = self._solve_device_params()
         self._solve_chains()
         self.once = self._solve_once()
+        self.per_step = self._solve_per_step()
 
     # ---- resolution ------------------------------------------------------------------
 
@@ -202,6 +203,33 @@ class ProjectIndex:
                     once[target] = min(who)
                     changed = True
         return dict(sorted(once.items()))
+
+    def _solve_per_step(self) -> dict[str, str]:
+        """The functions that run every step: called from a loop or a per-step method of the project
+        (`FunctionSummary.calls_per_step`), or from anywhere in a function that does, each with the caller
+        that shows it (the first by name); never one that runs once. A least fixed point."""
+        per_step: dict[str, str] = {}
+        calls: dict[str, set[str]] = {}
+        for qual, func in self.functions.items():
+            for callee in func.calls_per_step:
+                target = self.resolve(callee)
+                if target is not None and target != qual and target not in self.once:
+                    per_step[target] = min(per_step.get(target, qual), qual)
+            calls[qual] = {t for callee in func.calls if (t := self.resolve(callee)) not in (None, qual)}
+        pending = sorted(per_step)
+        while pending:
+            caller = pending.pop()
+            for target in sorted(calls.get(caller, ())):
+                if target not in per_step and target not in self.once:
+                    per_step[target] = caller
+                    pending.append(target)
+        return dict(sorted(per_step.items()))
+
+    def runs_per_step(self, qualname: str | None) -> str | None:
+        """Why function `qualname` runs every step (a loop or a per-step method calls it), or None."""
+        if qualname is None or qualname not in self.per_step:
+            return None
+        return f"called every step through {short_name(self.per_step[qualname])}()"
 
     def runs_once(self, qualname: str | None) -> str | None:
         """Why function `qualname` runs once (only set-up code calls it), or None."""

@@ -191,24 +191,28 @@ def check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver
 def with_frequency(index: ProjectIndex, job: Job, result: FileResult) -> FileResult:
     """`result` with what the solve says of how often each finding's function runs, applied as data:
     a finding in a function that only code running once calls (`ProjectIndex.once`) runs once itself,
-    so it sits in the `init` context, at low confidence, and says why; the view then shows it again."""
+    so it sits in the `init` context and says why; one in a function that a loop or a per-step method
+    calls (`ProjectIndex.per_step`), which its own file could not tell (`code`), runs every step. The
+    policy decides its confidence again, and the view shows it again."""
     findings = result.analysis if result.analysis is not None else result.findings
-    if not job.settings.project_analysis or not any(f.function in index.once for f in findings):
+    if not job.settings.project_analysis or not any(f.function in index.once or f.function in index.per_step
+                                                    for f in findings):
         return result
-    once = [_run_once(index, f) for f in findings]
+    once = [_how_often(index, f) for f in findings]
     shown, hidden, dropped = View(job.settings).shown(once, job.shown)
     return replace(result, findings=shown, analysis=once if result.analysis is not None else None,
                    hidden_tests=result.hidden_tests if result.analysis is None else hidden,
                    hidden_contexts=result.hidden_contexts if result.analysis is None else dropped)
 
 
-def _run_once(index: ProjectIndex, finding: Finding) -> Finding:
-    why = index.runs_once(finding.function)
-    if why is None or finding.code in ENGINE_CODES or finding.context in ("init", "test"):
+def _how_often(index: ProjectIndex, finding: Finding) -> Finding:
+    if finding.code in ENGINE_CODES or finding.context in ("init", "test") or finding.evidence is None:
         return finding
-    if finding.evidence is None:
-        return finding
-    return policy.resolve(finding, finding.evidence.with_fact(why, runs="init"))
+    if (why := index.runs_once(finding.function)) is not None:
+        return policy.resolve(finding, finding.evidence.with_fact(why, runs="init"))
+    if finding.context == "code" and (why := index.runs_per_step(finding.function)) is not None:
+        return policy.resolve(finding, finding.evidence.with_fact(why, runs="step"))
+    return finding
 
 
 def _frequencies(index: ProjectIndex, jobs: list[Job], results: list[FileFix | None]) -> list[FileFix | None]:

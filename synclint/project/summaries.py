@@ -44,6 +44,7 @@ class CallRecorder:
         self.device_args: dict[str, dict[str, dict[int | str, Where]]] = {}  # caller -> callee -> GPU arguments
         self.passes: dict[str, dict[str, dict[int | str, tuple[str, ...]]]] = {}  # caller -> callee -> FunctionSummary.passes
         self.repeated: set[str] = set()  # callees and reads in a loop or a per-step method
+        self.per_step: dict[str, set[str]] = {}  # caller -> callees it calls in a loop or a per-step method
         self.once: dict[str, dict[str, bool]] = {}  # caller -> callee -> whether each of its calls is in once-code
         self.keyword_args: dict[tuple[str, str], tuple[str | None, bool]] = {}  # see ModuleSummary.keyword_args
         self.valued: set[str] = set()  # callees whose result is used
@@ -78,6 +79,7 @@ class CallRecorder:
             self._note_device_args(owner, callee, node, where_of)
             if self.ctx.may_repeat():
                 self.repeated.add(callee)
+                self.per_step.setdefault(owner, set()).add(callee)
             statement = self.ctx.statements[-1] if self.ctx.statements else None
             if not (isinstance(statement, cst.Expr) and statement.value is node):
                 self.valued.add(callee)
@@ -178,6 +180,7 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
             deprecated=_deprecation(func) if getter else None,
             calls=tuple(dict.fromkeys(recorder.calls.get(qual, ()))),
             calls_once=tuple(sorted(callee for callee, once in recorder.once.get(qual, {}).items() if once)),
+            calls_per_step=tuple(sorted(recorder.per_step.get(qual, ()))),
             reads=tuple(dict.fromkeys(recorder.reads.get(qual, ()))),
             params=params,
             positional=positional,
