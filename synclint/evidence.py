@@ -14,10 +14,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
-from synclint.model import pickled_by_fields
+from synclint.model import Level, pickled_by_fields
 
 
-class Certainty(enum.IntEnum):
+class Certainty(Level):
     """How sure the device model is that a value is a GPU tensor (a fact about the value, not the
     finding's confidence): high, made on or moved to the GPU where the code shows it; medium, a tensor
     likely on the GPU (model code, a module's output); low, a tensor of unknown device or a value of
@@ -26,16 +26,6 @@ class Certainty(enum.IntEnum):
     LOW = 1
     MEDIUM = 2
     HIGH = 3
-
-    @classmethod
-    def parse(cls, text: str) -> "Certainty":
-        try:
-            return cls[text.upper()]
-        except KeyError:
-            raise ValueError(f"unknown certainty {text!r} (expected low, medium or high)") from None
-
-    def __str__(self) -> str:
-        return self.name.lower()
 
 
 class Basis(str, enum.Enum):

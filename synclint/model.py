@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     from synclint.evidence import Evidence
@@ -27,26 +27,27 @@ def pickled_by_fields(cls):
     return cls
 
 
-class Confidence(enum.IntEnum):
-    """How sure a finding is that the host really waits.
+class Level(enum.IntEnum):
+    """A scale of low, medium and high, read and written in lower case (`Confidence`, `Certainty`)."""
 
-    high: the value is proven to be a CUDA tensor; medium: a tensor whose device is
-    unknown (model code, annotated parameters); low: the type itself is unknown.
-    """
+    @classmethod
+    def parse(cls, text: str) -> Self:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown {cls.__name__.lower()} {text!r} (expected low, medium or high)") from None
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+class Confidence(Level):
+    """How sure a finding is that the host waits on a path that repeats: decided by `synclint.policy`
+    from the finding's evidence, and nowhere else."""
 
     LOW = 1
     MEDIUM = 2
     HIGH = 3
-
-    @classmethod
-    def parse(cls, text: str) -> "Confidence":
-        try:
-            return cls[text.upper()]
-        except KeyError:
-            raise ValueError(f"unknown confidence {text!r} (expected low, medium or high)") from None
-
-    def __str__(self) -> str:
-        return self.name.lower()
 
 
 class Applicability(str, enum.Enum):
