@@ -362,20 +362,21 @@ class Rule:
         """Report a node met earlier in the walk, at the site taken then (from `finish`), with the
         evidence the rule has and what the site adds: how often the line runs and whether ordinary
         use reaches a CUDA GPU there. The confidence is the policy's (`synclint.policy`), not the rule's."""
-        evidence = Evidence(certainty, site.context, basis, facts=(because,) if because else (), wait=self.syncs)
+        facts: tuple[str, ...] = (because,) if because else ()
+        reach = Reach.CUDA
         if accelerator := (site.platform or self.ctx.accelerator(site.scope)):
             # The host waits there too, but not for a CUDA GPU.
-            evidence = Evidence(certainty, site.context, basis, Reach.ACCELERATOR,
-                                (f"{accelerator} code, not CUDA", *evidence.facts), self.syncs)
+            facts, reach = (f"{accelerator} code, not CUDA", *facts), Reach.ACCELERATOR
         elif self.syncs and (cls := self.ctx.host_side_class(site.scope)):
             # A multimodal processor prepares a model's inputs on the host, before the GPU sees them.
-            evidence = evidence.with_fact(f"in {cls}, which prepares inputs on the host", reach=Reach.HOST_SIDE)
+            facts, reach = (*facts, f"in {cls}, which prepares inputs on the host"), Reach.HOST_SIDE
         elif site.context == "init" and self.syncs:
             # Set-up code (`__init__`, `load_weights`, `setup`), a `__main__` block, an error path: once, not per step.
-            evidence = evidence.with_fact(site.once or "in set-up code, which runs once")
+            facts = (*facts, site.once or "in set-up code, which runs once")
         elif site.interval is not None and self.syncs:
             # `if step % log_interval == 0:` pays once every so many steps, not every step.
-            evidence = evidence.with_fact(site.interval)
+            facts = (*facts, site.interval)
+        evidence = Evidence(certainty, site.context, basis, reach, facts, self.syncs)
         self.ctx.reports.append((self, Report(node, message, evidence, fix, site)))
 
     def finish(self) -> None:
