@@ -92,6 +92,10 @@ class ProjectIndex:
         self._solve_returns()
         self.device_params = self._solve_device_params()
         self._solve_chains()
+        # Each function's calls of other project functions, resolved once for both solves of how often code runs.
+        self._calls: dict[str, set[str]] = {
+            qual: {target for target in map(self.resolve, func.calls) if target is not None and target != qual}
+            for qual, func in self.functions.items()}
         self.once = self._solve_once()
         self.per_step = self._solve_per_step()
 
@@ -181,12 +185,11 @@ class ProjectIndex:
         `set_timesteps`, called by `__init__` and by every pipeline run), and one named as a per-step
         method is per step: neither is ever among them."""
         callers: dict[str, set[str]] = {}
+        for qual, called in self._calls.items():
+            for name in called:
+                callers.setdefault(name, set()).add(qual)
         from_once: dict[str, set[str]] = {}  # callee -> callers that call it only from code that runs once
         for qual, func in self.functions.items():
-            for callee in func.calls:
-                target = self.resolve(callee)
-                if target is not None and target != qual:
-                    callers.setdefault(target, set()).add(qual)
             for callee in func.calls_once:
                 target = self.resolve(callee)
                 if target is not None:
@@ -209,17 +212,15 @@ class ProjectIndex:
         (`FunctionSummary.calls_per_step`), or from anywhere in a function that does, each with the caller
         that shows it (the first by name); never one that runs once. A least fixed point."""
         per_step: dict[str, str] = {}
-        calls: dict[str, set[str]] = {}
         for qual, func in self.functions.items():
             for callee in func.calls_per_step:
                 target = self.resolve(callee)
                 if target is not None and target != qual and target not in self.once:
                     per_step[target] = min(per_step.get(target, qual), qual)
-            calls[qual] = {t for callee in func.calls if (t := self.resolve(callee)) not in (None, qual)}
         pending = sorted(per_step)
         while pending:
             caller = pending.pop()
-            for target in sorted(calls.get(caller, ())):
+            for target in sorted(self._calls.get(caller, ())):
                 if target not in per_step and target not in self.once:
                     per_step[target] = caller
                     pending.append(target)
