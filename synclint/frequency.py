@@ -42,13 +42,24 @@ def periodic_guard(test: cst.BaseExpression, scope: Scope) -> cst.BaseExpression
         side, cst.Name)] if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) else []
     if period is not None or not flags:
         return period
-    assigned = local_assignments(scope)
+    assigned = _assignments(scope)
     for flag in flags:
         values = assigned.get(flag.value) or [None]
         periods = [interval_of(value, PERIODIC_GUARD) if value is not None else None for value in values]
         if all(p is not None for p in periods):
             return periods[0]
     return None
+
+
+# The names a function assigns, for the last function asked of: the `if`s of a function are met one
+# after another, and each would otherwise walk its whole body again.
+_assigned: list[tuple[Scope, dict[str, list[cst.BaseExpression | None]]]] = []
+
+
+def _assignments(scope: Scope) -> dict[str, list[cst.BaseExpression | None]]:
+    if not _assigned or _assigned[0][0] is not scope:
+        _assigned[:] = [(scope, local_assignments(scope))]
+    return _assigned[0][1]
 
 
 def interval_phrase(intervals: tuple[cst.If, ...], scope: Scope) -> str | None:
