@@ -77,7 +77,7 @@ def labelled(pkg: str, src_root: Path, synclint: str, lint_cache: Path | None) -
         if kept is not None:
             kept.parent.mkdir(parents=True, exist_ok=True)
             kept.write_text(json.dumps(raw))
-    synced_lines = {(p, ln) for p, ln in sites}
+    synced_lines = set(sites)
     spans = {(p, stmts[p].of(ln)) for p, ln in sites if p in stmts}
     out = []
     for f in raw:
@@ -95,7 +95,7 @@ def labelled(pkg: str, src_root: Path, synclint: str, lint_cache: Path | None) -
             target = os.path.relpath(m.group(1), src) if os.path.isabs(m.group(1)) else m.group(1)
             synced = (target, int(m.group(2))) in synced_lines
         out.append({**f, "path": rel, "synced": synced, "span": (start, end)})
-    return out, {(p, stmts[p].of(ln)) for p, ln in sites if p in stmts}
+    return out, spans
 
 
 def _evidence(finding: dict):
