@@ -58,13 +58,31 @@ def _scorer():
     return module
 
 
-def labelled(pkg: str, src_root: Path, synclint: str, lint_cache: Path | None) -> tuple[list[dict], set]:
+def repeating(pkg: str) -> set[tuple[str, int]]:
+    """The sites that synced more than once in one scenario of the package's trace: on a path that
+    repeats (a step, a token, a batch), not once per run."""
+    found = set()
+    for raw in (RUNTIME / pkg / "sync_sites.jsonl").read_text(encoding="utf-8").splitlines():
+        if raw.strip():
+            r = json.loads(raw)
+            if r.get("path") is not None and r.get("kind") in KINDS and int(r.get("count", 1)) >= 2:
+                found.add((r["path"], int(r["line"])))
+    return found
+
+
+def labelled(pkg: str, src_root: Path, synclint: str, lint_cache: Path | None,
+             label: str = "repeats") -> tuple[list[dict], set]:
     """(findings on executed lines at every confidence, each with `synced`; the package's synced sites).
+    `label`: "repeats" counts a site as synced when it synced more than once in a scenario (what a user
+    acts on: a wait on a path that repeats), "any" when it synced at all.
     With `lint_cache`, synclint's findings are kept there and read back (they do not depend on the
     policy's table: the evidence is the same whatever the table says)."""
     score = _scorer()
     src = (src_root / pkg).resolve()
     sites = score.load_sites(str(RUNTIME / pkg / "sync_sites.jsonl"), KINDS, None)
+    if label == "repeats":
+        again = repeating(pkg)
+        sites = {key: site for key, site in sites.items() if key in again}
     coverage = {p: set(v) for p, v in json.loads((RUNTIME / pkg / "coverage.json").read_text()).items()}
     rel_files = sorted(p for p in {p for p, _ in sites} | set(coverage) if p.endswith(".py") and (src / p).is_file())
     stmts = {p: score.Statements((src / p).read_text(encoding="utf-8", errors="replace")) for p in rel_files}
@@ -194,7 +212,7 @@ def print_table(rows: dict[tuple[str, ...], list[int]], decided: dict[tuple[str,
           " with no kind of enough examples stays low.")
 
 
-def score(packages, src_root: Path, synclint: str, lint_cache: Path | None) -> None:
+def score(packages, src_root: Path, synclint: str, lint_cache: Path | None, label: str) -> None:
     """Recall and confirmed precision of the default view (medium and above, as the policy in force
     decides from each finding's evidence), per package and pooled."""
     from synclint import policy
@@ -204,7 +222,7 @@ def score(packages, src_root: Path, synclint: str, lint_cache: Path | None) -> N
     print("| package | sites synced | flagged | recall | findings on lines that ran | synced | precision |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for pkg in packages:
-        found, sites = labelled(pkg, src_root, synclint, lint_cache)
+        found, sites = labelled(pkg, src_root, synclint, lint_cache, label)
         found = [f for f in found if policy.confidence(f["code"], _evidence(f)) >= Confidence.MEDIUM]
         flagged = {(f["path"], f["span"]) for f in found if f["synced"] and not CHAIN.search(f.get("message") or "")}
         hit = len(sites & flagged)
@@ -226,14 +244,17 @@ def main(argv=None) -> int:
                     help="keep synclint's findings per package here and reuse them (same synclint, same sources)")
     ap.add_argument("--score", nargs="*", metavar="PKG",
                     help="score the policy in force on these packages (none: the test packages)")
+    ap.add_argument("--label", choices=("repeats", "any"), default="repeats",
+                    help="a finding is labelled synced when its line synced more than once in a scenario "
+                         "(repeats, the default: a wait on a path that repeats) or at all (any)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     if args.score is not None:
-        score(args.score or TEST, args.src_root, args.synclint, args.lint_cache)
+        score(args.score or TEST, args.src_root, args.synclint, args.lint_cache, args.label)
         return 0
     findings = []
     for pkg in CALIBRATION:
-        found, _ = labelled(pkg, args.src_root, args.synclint, args.lint_cache)
+        found, _ = labelled(pkg, args.src_root, args.synclint, args.lint_cache, args.label)
         print(f"{pkg}: {len(found)} findings on lines that ran, {sum(f['synced'] for f in found)} synced", file=sys.stderr)
         findings += found
     rows = count_rows(findings)
