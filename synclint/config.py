@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from synclint.rule import Rule
 
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
-CONTEXTS = ("loop", "step", "interval", "init", "test", "code")
+CONTEXTS = ("loop", "step", "interval", "init", "test", "code", "host", "never")
 
 
 class ConfigError(Exception):

@@ -47,6 +47,7 @@ from synclint.rule import Replacement, Report, Rule, Site
 from synclint.source import DecodeProblem, SourceText, decode, too_complex
 from synclint.frequency import (
     EXCEPT_BLOCK,
+    Loops,
     MAIN_BLOCK,
     first_time_only,
     in_epoch_function,
@@ -120,7 +121,7 @@ class FileContext:
         # Per scope: the statement of its own body being visited, with how many blocks enclose it.
         self.scope_statements: list[tuple[cst.CSTNode, int] | None] = [None]
         self.statements: list[cst.CSTNode] = []
-        self.loop_depth: list[int] = [0]
+        self.loops = Loops(lambda func, loop: self.devices.where(func, self.scopes[-1], loop, self.comprehensions[-1]))
         # Per scope: the `if step % interval == 0:` blocks around the node, outermost first.
         self.intervals: list[tuple[cst.If, ...]] = [()]
         # Per scope: the blocks around the node that run once (a `__main__` block, an `except` block),
@@ -177,7 +178,7 @@ class FileContext:
             return "init"  # set-up code, weight loading included, a `__main__` block, an error path: it runs once
         if self.intervals[-1] or in_epoch_function(self.scopes[-1]):
             return "interval"
-        if self.loop_depth[-1] > 0:
+        if self.loops.depth() > 0:
             return "loop"
         if self._in_step_function():
             return "step"
@@ -187,7 +188,7 @@ class FileContext:
         """Why the code here runs once although its function may run often: it sits in a `__main__`
         block outside any loop of it, in an `except` block, or in a memoizing `if` (None when none)."""
         for reason, loops in self.once[-1]:
-            if loops is None or loops == self.loop_depth[-1]:
+            if loops is None or loops == self.loops.depth():
                 return reason
         return None
 
@@ -209,7 +210,7 @@ class FileContext:
     def may_repeat(self) -> bool:
         """Whether code here may run many times: in a loop or in a per-step method (a cheap
         superset of the `loop` and `step` contexts, asked of every call)."""
-        return self.loop_depth[-1] > 0 or self._in_step_function()
+        return self.loops.depth() > 0 or self._in_step_function()
 
     def _in_step_function(self) -> bool:
         """Whether the innermost function is named as a per-step method (STEP_FUNCTIONS)."""
@@ -227,7 +228,7 @@ class FileContext:
         stmt = self.statements[-1] if self.statements else None
         return Site(self.context(), self.allowed_depth > 0, self.indentation(), self.anchors(), self.scopes[-1],
                     self.devices.platform_at(self.scopes[-1], stmt),
-                    interval_phrase(self.intervals[-1], self.scopes[-1]), self.once_reason())
+                    interval_phrase(self.intervals[-1], self.scopes[-1]), self.once_reason(), self.loops.kind())
 
     def accelerator(self, scope: Scope) -> str | None:
         """The platform other than a CUDA GPU that code in `scope` runs on, by the file's path or
@@ -395,7 +396,7 @@ class BatchedVisitor(cst.CSTVisitor):
                 ctx.scope_blocks.append(len(ctx.blocks))
                 ctx.scope_statements.append(None)
                 self._statement_depths.append(self._depth + 2)  # FunctionDef > IndentedBlock > statement
-                ctx.loop_depth.append(0)
+                ctx.loops.enter_scope()
                 ctx.intervals.append(())
                 ctx.once.append(())
                 ctx.comprehensions.append(())
@@ -432,7 +433,7 @@ class BatchedVisitor(cst.CSTVisitor):
                 ctx.scope_blocks.pop()
                 ctx.scope_statements.pop()
                 self._statement_depths.pop()
-                ctx.loop_depth.pop()
+                ctx.loops.leave_scope()
                 ctx.intervals.pop()
                 ctx.once.pop()
                 ctx.comprehensions.pop()
@@ -445,14 +446,14 @@ class BatchedVisitor(cst.CSTVisitor):
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         if attribute in LOOP_BODIES.get(type(node), ()):
-            self.ctx.loop_depth[-1] += 1
+            self.ctx.loops.enter(node)
         elif type(node) is cst.If and attribute == "body":
             if periodic_guard(node.test, self.ctx.scopes[-1]) is not None:
                 self.ctx.intervals[-1] = (*self.ctx.intervals[-1], node)
             if _ends_in_raise(node.body):
                 self.ctx.allowed_depth += 1  # `if bad: <describe it>; raise ...`: on the way to an error
             if is_main_guard(node.test):
-                self.ctx.once[-1] = (*self.ctx.once[-1], (MAIN_BLOCK, self.ctx.loop_depth[-1]))
+                self.ctx.once[-1] = (*self.ctx.once[-1], (MAIN_BLOCK, self.ctx.loops.depth()))
             elif memoizes(self.ctx.module, node, self.ctx.per_object()):
                 self.ctx.once[-1] = (*self.ctx.once[-1], (first_time_only(node), None))
         elif type(node) in (cst.ExceptHandler, cst.ExceptStarHandler) and attribute == "body":
@@ -462,7 +463,7 @@ class BatchedVisitor(cst.CSTVisitor):
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
         if attribute in LOOP_BODIES.get(type(original_node), ()):
-            self.ctx.loop_depth[-1] -= 1
+            self.ctx.loops.leave()
         elif type(original_node) is cst.If and attribute == "body":
             if self.ctx.intervals[-1] and self.ctx.intervals[-1][-1] is original_node:
                 self.ctx.intervals[-1] = self.ctx.intervals[-1][:-1]

@@ -67,6 +67,9 @@ class Evidence:
     # Whether the finding is the host waiting where it is (False: a bug whatever how often it runs, host
     # work that grows with the output, or a call whose wait is counted where it happens).
     wait: bool = True
+    # The loops around the line, as the file shows them: "model" (one runs a model: a training,
+    # generation or decode loop), "plain" (it repeats as often as its function runs), "" (none).
+    loop: str = ""
 
     @property
     def because(self) -> str | None:

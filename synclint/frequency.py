@@ -10,12 +10,15 @@ keeps what it computes). The engine tracks the blocks around each node; these fu
 from __future__ import annotations
 
 import fnmatch
+import re
+from collections.abc import Callable
 from typing import cast
 
 import libcst as cst
 
+from synclint.devices.lattice import Where
 from synclint.devices.conventions import EPOCH_FUNCTIONS, INIT_FUNCTIONS, PERIODIC_GUARD, WEIGHT_LOADER
-from synclint.syntax import Scope, code_text, interval_of, local_assignments
+from synclint.syntax import Scope, code_text, dotted_name, interval_of, local_assignments
 
 # Why code in these blocks runs once (`Site.once`).
 MAIN_BLOCK = 'in an `if __name__ == "__main__":` block, which runs once'
@@ -85,3 +88,114 @@ def is_main_guard(test: cst.BaseExpression) -> bool:
     sides = (test.left, test.comparisons[0].comparator)
     return any(isinstance(side, cst.Name) and side.value == "__name__" for side in sides) and any(
         isinstance(side, cst.SimpleString) and side.evaluated_value == "__main__" for side in sides)
+
+
+# ---- loops that run a model -------------------------------------------------------------------
+
+# Calls that only a step of training or inference makes: a backward pass, an optimizer's or a
+# scheduler's step, a gradient reset, a generation or decode step, a module's forward.
+_MODEL_METHODS = frozenset({"backward", "zero_grad", "generate", "forward", "clip_grad_norm_", "unscale_"})
+_STEPPING = re.compile(r"optim|(^|_)opt($|_)|scaler|sched|engine|trainer|accelerator", re.IGNORECASE)
+_STEP_CALLS = ("*_step", "step_*", "train_batch", "*train_on_batch", "decode", "decode_*", "*_decode", "sample_next*",
+               "next_token*", "*_next_token*", "sample_token*", "execute_model", "generate_*", "*_generate", "rollout*",
+               "predict_step", "forward_*", "*_forward")
+
+
+def runs_model_call(call: cst.Call) -> bool | None:
+    """Whether a call, by what it calls, is a step of training or inference: `loss.backward()`,
+    `optimizer.step()`, `model.generate(...)`, `self.train_step(batch)`, `x.forward(...)`. None: its
+    callee may be a module that the caller must ask the device model about (`model(x)`, `self.net(x)`)."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        name = func.attr.value
+        if name in _MODEL_METHODS:
+            return True
+        if name == "step":
+            receiver = dotted_name(func.value) or ""
+            return bool(_STEPPING.search(receiver.rpartition(".")[2])) or receiver in ("self", "")
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in _STEP_CALLS):
+            return True
+        return None if isinstance(func.value, cst.Name) and func.value.value == "self" else False
+    if isinstance(func, cst.Name):
+        if any(fnmatch.fnmatchcase(func.value, pattern) for pattern in _STEP_CALLS):
+            return True
+        return None
+    return False
+
+
+def loop_runs_model(loop: cst.CSTNode, is_module: Callable[[cst.BaseExpression], bool]) -> bool:
+    """Whether a loop's body (a comprehension: all of it) runs a step of training or inference
+    (`runs_model_call`), a call of a module among them (`model(x)`, `self.net(x)`: `is_module` of the callee)."""
+    body = loop.body if isinstance(loop, (cst.For, cst.While)) else loop
+    for call in calls_in(body):
+        verdict = runs_model_call(call)
+        if verdict if verdict is not None else is_module(call.func):
+            return True
+    return False
+
+
+def calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls in `node`, not in the functions, classes and lambdas it defines."""
+    found: list[cst.Call] = []
+    stack = [node]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, cst.Call):
+            found.append(part)
+        if part is not node and isinstance(part, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(part.children)
+    return found
+
+
+def is_cached(func: cst.FunctionDef) -> bool:
+    """Whether a decorator keeps the function's results (`functools.lru_cache`, `cache`,
+    `cached_property`): its body runs once per distinct argument, not once per call."""
+    for decorator in func.decorators:
+        expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        name = (dotted_name(expr) or "").rpartition(".")[2]
+        if name in ("lru_cache", "cache", "cached_property", "cached", "memoize"):
+            return True
+    return False
+
+
+class Loops:
+    """The loops around the node being visited, per scope (for, while, comprehensions; outermost first),
+    and what they say of how often it runs (`kind`). `where(func, loop)` is the device model's verdict
+    on a callee in a loop's body (is it a module?)."""
+
+    def __init__(self, where: Callable[[cst.BaseExpression, cst.CSTNode], Where]) -> None:
+        self.where = where
+        self.stack: list[tuple[cst.CSTNode, ...]] = [()]
+        self._runs_model: dict[int, bool] = {}  # id(loop) -> `loop_runs_model`
+
+    def enter_scope(self) -> None:
+        self.stack.append(())
+
+    def leave_scope(self) -> None:
+        self.stack.pop()
+
+    def enter(self, loop: cst.CSTNode) -> None:
+        self.stack[-1] = (*self.stack[-1], loop)
+
+    def leave(self) -> None:
+        self.stack[-1] = self.stack[-1][:-1]
+
+    def around(self) -> tuple[cst.CSTNode, ...]:
+        return self.stack[-1]
+
+    def depth(self) -> int:
+        return len(self.stack[-1])
+
+    def kind(self) -> str:
+        """"model" when a loop around the node runs a model (a training, generation or decode loop: it
+        repeats whatever runs it), "plain" when it sits only in other loops (they repeat as often as
+        their function runs), "" outside loops."""
+        loops = self.stack[-1]
+        return "" if not loops else "model" if any(self.runs_model(loop) for loop in loops) else "plain"
+
+    def runs_model(self, loop: cst.CSTNode) -> bool:
+        known = self._runs_model.get(id(loop))
+        if known is None:
+            known = self._runs_model[id(loop)] = loop_runs_model(loop, lambda func: self.where(func, loop).is_module)
+        return known

@@ -59,7 +59,7 @@ class Applicability(str, enum.Enum):
 
 # The most severe level (as a confidence: 3 error, 2 warning, 1 note) of a finding in each context
 # (config.CONTEXTS): what runs once is never an error, however sure (`Finding.level`).
-LEVEL_CAPS = {"loop": 3, "step": 3, "interval": 2, "code": 2, "init": 1, "test": 1}
+LEVEL_CAPS = {"loop": 3, "step": 3, "interval": 2, "code": 2, "host": 1, "init": 1, "test": 1, "never": 1}
 
 # The codes of findings about the run itself: a file that does not parse, a rule that crashed.
 ENGINE_CODES = ("SYNC000", "SYNC001")

@@ -94,6 +94,7 @@ class Site:
     # ("once every `log_interval` steps", "once per epoch"), or once ("in a `__main__` block, which runs once").
     interval: str | None = None
     once: str | None = None
+    loop: str = ""  # the loops around it: "model" (one runs a model), "plain" (none does), "" (none)
 
 
 @dataclass
@@ -376,7 +377,7 @@ class Rule:
         elif site.interval is not None and self.syncs:
             # `if step % log_interval == 0:` pays once every so many steps, not every step.
             facts = (*facts, site.interval)
-        evidence = Evidence(certainty, site.context, basis, reach, facts, self.syncs)
+        evidence = Evidence(certainty, site.context, basis, reach, facts, self.syncs, site.loop)
         self.ctx.reports.append((self, Report(node, message, evidence, fix, site)))
 
     def finish(self) -> None:

@@ -76,8 +76,10 @@ def test_github_format_is_workflow_commands(write, tmp_path):
 def test_sarif_and_github_levels_follow_confidence_and_how_often_the_line_runs(write, tmp_path):
     # A proven sync is an error only where it is paid every step: at the top level of a module (once
     # per import, or per call as far as synclint knows) it is a warning; a value of unknown type is a note.
-    write("kernel.py", OVERFLOW + "\n\ndef f(y):\n    return y.item()\n\n\ndef g(xs):\n"
-                                  "    for _ in xs:\n        print(torch.ones(2, device=\"cuda\").sum().item())\n")
+    # (in a training loop: one that runs backward)
+    write("kernel.py", OVERFLOW + "\n\ndef f(y):\n    return y.item()\n\n\ndef g(model, xs):\n"
+                                  "    for x in xs:\n        print(torch.ones(2, device=\"cuda\").sum().item())\n"
+                                  "        model(x).sum().backward()\n")
     proc = run_cli("check", "kernel.py", "--output-format", "sarif", "--min-confidence", "low", cwd=tmp_path)
     results = json.loads(proc.stdout)["runs"][0]["results"]
     assert [(r["locations"][0]["physicalLocation"]["region"]["startLine"], r["properties"]["context"],

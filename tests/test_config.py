@@ -229,7 +229,7 @@ def test_the_flags_read_as_the_user_means_them(write, tmp_path):
                                  "--host-name-patterns", "*_staging", "kernel.py", cwd=tmp_path)) == [
         "kernel.py:13:15: SYNC107", "kernel.py:16:12: SYNC107"]
     for args, message in [
-        (["--ignore-contexts", "loops"], "argument --ignore-contexts: knows loop, step, interval, init, test, code, "
+        (["--ignore-contexts", "loops"], "argument --ignore-contexts: knows loop, step, interval, init, test, code, host, never, "
                                          "not 'loops'"),
         (["--per-file-ignores", "kernel.py"], "argument --per-file-ignores: expected GLOB:CODES"),
         (["--per-file-ignores", "kernel.py:SYNC999"], "`per-file-ignores` names 'SYNC999', which matches no rule"),

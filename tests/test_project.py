@@ -283,13 +283,14 @@ FLAGGED = {
         from app.checks import report, scale
 
 
-        def train(loader, verbose):
+        def train(model, loader, verbose):
             for b in loader:
                 a = scale(b)
                 c = scale(b, strict=True)
                 d = scale(b, False)
                 e = report(b, verbose)
                 f = report(b, 0)
+                model(b).sum().backward()
     """,
 }
 
@@ -350,9 +351,9 @@ def test_a_function_that_only_set_up_code_calls_runs_once(tmp_path):
     found = {(f["filename"], f["location"]["row"]): (f["context"], f["confidence"], f["because"]) for f in findings}
     # Only `Net.__init__` calls _validate_config, and only _validate_config calls _norm: both run once.
     assert found["app/checks.py", 5][:2] == ("init", "low")
-    assert found["app/checks.py", 5][2].endswith("only code that runs once calls _validate_config() (Net.__init__())")
+    assert found["app/checks.py", 5][2].endswith("once, in set-up code: Net.__init__() -> _validate_config()")
     assert found["app/checks.py", 11][:2] == ("init", "low")
-    assert found["app/checks.py", 11][2].endswith("only code that runs once calls _norm() (_validate_config())")
+    assert found["app/checks.py", 11][2].endswith("once, in set-up code: Net.__init__() -> _validate_config() -> _norm()")
     # `forward` calls report: it runs per step, which the solve says of it (its own file cannot).
     assert found["app/checks.py", 15][:2] == ("step", "medium")
     # The same, checked alone against the kept index (pre-commit) and on standard input.
@@ -538,9 +539,10 @@ def test_a_gpu_tensor_passed_on_through_a_helper_that_does_not_sync_reaches_the_
             from app.stages import scale
 
 
-            def run(steps):
+            def run(model, steps):
                 x = torch.randn(4, device="cuda")
                 for _ in range(steps):
+                    model(x).sum().backward()
                     scale(x)
         """,
         "stages.py": """
@@ -566,8 +568,9 @@ def test_a_gpu_tensor_passed_on_through_a_helper_that_does_not_sync_reaches_the_
     (check,) = by_code(findings, "SYNC101")
     assert (check["filename"], check["location"]["row"], check["confidence"]) == ("app/checks.py", 5, "medium")
     assert check["because"] == ("scale() passes it here (scale() is given `t` on the GPU (run() passes `x` here"
-                                " (made by torch.randn(...) on \"cuda\"))); called every step through scale()")
-    assert check["context"] == "step"  # run() calls scale() in a loop, and scale() calls overflowed()
+                                " (made by torch.randn(...) on \"cuda\"))); every step, in a loop that runs a model:"
+                                " run() -> scale() -> overflowed()")
+    assert check["context"] == "step"  # run() calls scale() in a training loop, and scale() calls overflowed()
     # The file checked alone by path, and on standard input as that path, gives the same finding
     # as the run over the package (all three with no cache: each works out what it needs).
     _, alone = run_json("check", "--no-cache", "app/checks.py", cwd=tmp_path)
@@ -1008,15 +1011,16 @@ def helper(x):
     return 0
 
 
-def main():
+def main(model):
     for _ in range(10):
         m = torch.ones(4, device="cuda") > 0
         print(summarize(m))
         print(helper(m))
+        model(m)
 
 
 if __name__ == "__main__":
-    main()
+    main(torch.nn.Identity())
 """
 
 

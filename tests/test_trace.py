@@ -135,7 +135,9 @@ def test_the_sites_no_rule_reports_are_counted(programs):
     rows = {line.split()[1]: line for line in proc.stderr.splitlines()[2:6]}
     assert "SYNC101" in rows["generate.py:18"] and "SYNC108" in rows["generate.py:22"]
     assert "no rule" in rows["generate.py:23"]  # getattr(nxt, "item")(): no rule sees through getattr
-    assert "10 syncs at 4 sites (simulated on the CPU: counts only, no times); 1 site no rule reports" in proc.stderr
+    # ... nor the `.tolist()` after the loop: `generate` runs once (the module's top level calls it), so
+    # its finding there is low, out of the default view, and the trace agrees: it synced once.
+    assert "10 syncs at 4 sites (simulated on the CPU: counts only, no times); 2 sites no rule reports" in proc.stderr
 
 
 def test_the_report_schema(programs):
@@ -234,7 +236,8 @@ def test_check_confirms_the_findings_a_trace_saw(programs):
     assert proc.returncode == 1
     found = [(f["code"], f["location"]["row"], f["runtime_syncs"], f.get("runtime_wait_s")) for f in json.loads(proc.stdout)]
     # Confirmed, untimed (the simulation): by count; no finding is left unconfirmed here.
-    assert found == [("SYNC101", 18, 5, None), ("SYNC108", 22, 4, None), ("SYNC107", 24, 1, None)]
+    # (the `.tolist()` after the loop runs once: low, not in the default view; see the test above)
+    assert found == [("SYNC101", 18, 5, None), ("SYNC108", 22, 4, None)]
     assert "generate.py:23: " + ITEM + " (4x)" in proc.stderr  # the site no rule found
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from synclint import __version__
 
 DEFAULT_DIR = ".synclint_cache"
-FORMAT = 11  # bump when the pickled content changes shape (11: FunctionSummary.calls_per_step)
+FORMAT = 12  # bump when the pickled content changes shape (12: the call graph's facts, Evidence.loop)
 # What a stored pickle that another version of synclint wrote can raise when read: a miss.
 UNREADABLE = (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError)
 

@@ -160,7 +160,10 @@ MASK_NAME = re.compile(r"mask|^(is|has|no|not|keep|valid|invalid|done|finished|s
 # ---- names of functions and files -----------------------------------------------------------
 
 INIT_FUNCTIONS = ("__init__", "__post_init__", "load_weights", "load_model", "_init_*", "init_*", "initialize*",
-                  "setup*", "_setup*", "warmup*", "_warmup*", "profile_run", "capture_model", "_dummy_*", "dummy_*",
+                  "setup*", "_setup*", "warmup*", "_warmup*", "profile_run", "_dummy_*", "dummy_*",
+                  # a CUDA graph is captured once per shape and replayed after: its capture (and the warm-up
+                  # runs before it) happen at start-up
+                  "capture*", "_capture*", "*_capture", "*_capture_*",
                   "build_model", "create_weights", "process_weights_after_loading",
                   # checkpoints, export and teardown: once per run, or once in a long while
                   "save_checkpoint", "_save_checkpoint", "load_checkpoint", "_load_checkpoint", "save_pretrained",

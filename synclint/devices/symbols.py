@@ -45,6 +45,7 @@ class Symbols:
         self._builds_module: dict[int, bool] = {}  # id(function) -> whether it runs only to build an nn.Module
         self._holds: dict[int, bool] = {}  # id(class) -> whether it keeps layers or parameters in `self`
         self._private_calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] | None = None
+        self._kept: dict[int, dict[str, tuple[frozenset[str], frozenset[str]]]] = {}  # id(class) -> `kept_objects`
         self._index(module.body, None, None)
 
     def _index(
@@ -179,6 +180,11 @@ class Symbols:
             if cls is not None and self.classes.get(cls.name.value) is cls:
                 return self.qualify_local(cls.name.value)
             return None
+        if (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self"
+                and (cls := self.self_class(func)) is not None):
+            # `self.decoder.update(...)`: the one project class every assignment of `self.decoder` makes.
+            single = self.kept_objects(cls).get(value.attr.value, (frozenset(), frozenset()))[0]
+            return next(iter(single)) if len(single) == 1 else None
         if isinstance(value, cst.Call) and dotted_name(value.func) == "super" and not value.args:
             cls = self.self_class(func)
             if cls is not None and cls.bases:
@@ -187,14 +193,74 @@ class Symbols:
         if isinstance(value, cst.Name) and func is not None:
             param = parameter(func, value.value)
             if param is not None and param.annotation is not None:
-                name = annotated_class(param.annotation.annotation)
-                if name is not None and name[:1].isupper():
-                    if name in self.classes:
-                        return self.qualify_local(name)
-                    head = name.split(".")[0]
-                    full = self.imports.aliases.get(head)
-                    return full + name[len(head):] if full is not None else name
+                return self.annotated_qualname(annotated_class(param.annotation.annotation))
         return None
+
+    def annotated_qualname(self, name: str | None) -> str | None:
+        """The qualified name of the class an annotation names (`annotated_class`), when it names one."""
+        if name is None or not name[:1].isupper():
+            return None
+        if name in self.classes:
+            return self.qualify_local(name)
+        head = name.split(".")[0]
+        full = self.imports.aliases.get(head)
+        return full + name[len(head):] if full is not None else name
+
+    def constructed_class(self, expr: cst.BaseExpression | None) -> str | None:
+        """The project class that `expr` makes an object of (`Decoder(...)`, `mod.Decoder(...)`), if any."""
+        if not isinstance(expr, cst.Call):
+            return None
+        name = dotted_name(expr.func)
+        if name is None or not name.rpartition(".")[2][:1].isupper():
+            return None
+        qual = self.class_qualname(expr.func)
+        return qual if qual is not None and (name in self.classes or self.in_project(qual)) else None
+
+    def element_classes(self, expr: cst.BaseExpression | None) -> frozenset[str]:
+        """The project classes of the objects a container that `expr` builds holds: `[A(), B()]`,
+        `nn.ModuleList([Block(...) for _ in range(n)])`, `{"a": A()}`, `nn.Sequential(A(), B())`."""
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return frozenset(c for e in expr.elements if (c := self.constructed_class(e.value)) is not None)
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            found = self.constructed_class(expr.elt)
+            return frozenset([found]) if found is not None else frozenset()
+        if isinstance(expr, cst.Dict):
+            return frozenset(c for e in expr.elements if isinstance(e, cst.DictElement)
+                             and (c := self.constructed_class(e.value)) is not None)
+        if isinstance(expr, cst.DictComp):
+            found = self.constructed_class(expr.value)
+            return frozenset([found]) if found is not None else frozenset()
+        if isinstance(expr, cst.Call) and expr.args:
+            name = (dotted_name(expr.func) or "").rpartition(".")[2]
+            if name in ("ModuleList", "ModuleDict", "list", "tuple", "dict"):
+                return self.element_classes(expr.args[0].value)
+            if name == "Sequential":
+                return frozenset(c for arg in expr.args if (c := self.constructed_class(arg.value)) is not None)
+        return frozenset()
+
+    def kept_objects(self, cls: cst.ClassDef) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+        """For each `self.<attr>` of `cls` that holds objects of project classes: the classes of the object
+        it holds (every assignment constructs one, or the class body annotates it), and of the elements of
+        the containers it holds."""
+        known = self._kept.get(id(cls))
+        if known is not None:
+            return known
+        kept: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        for attr, values in self_attribute_assignments(cls).items():
+            made = [self.constructed_class(value) for value in values]
+            single = frozenset(c for c in made if c is not None) if all(made) else frozenset()
+            elements = frozenset(c for value in values for c in self.element_classes(value))
+            if single or elements:
+                kept[attr] = (single, elements)
+        for stmt in statements(cls.body):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                        qual = self.annotated_qualname(annotated_class(small.annotation.annotation))
+                        if qual is not None and self.in_project(qual):
+                            kept.setdefault(small.target.value, (frozenset([qual]), frozenset()))
+        self._kept[id(cls)] = kept
+        return kept
 
     def resolve_function(self, func_expr: cst.BaseExpression, scope: Scope | None) -> cst.FunctionDef | None:
         """The local function or method that a call's `func` names, if any."""

@@ -73,7 +73,7 @@ class FunctionSummary:
     syncs_if: tuple[SyncSite, ...] = ()  # other syncs below high that other facts may make surer (`SyncSite.depends`)
     calls: tuple[str, ...] = ()  # project functions it calls, in order ("pkg.mod.Class.m" for self.m())
     # Of `calls`, those it calls only from code that runs once per process (set-up by its name, a
-    # `__main__` block): `ProjectIndex.once`.
+    # `__main__` block): they are reached as once (synclint.project.how_often).
     calls_once: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()  # attributes it reads that may be properties ("pkg.mod.Class.x")
     returns: Where | None = None  # where its result lives, when known from its own body
@@ -85,8 +85,13 @@ class FunctionSummary:
     passes: dict[str, dict[int | str, tuple[str, ...]]] = field(default_factory=dict)
     weak_params: frozenset[str] = frozenset()  # parameters a caller's GPU tensor would make surer
     relayed: frozenset[str] = frozenset()  # weak parameters it passes on to project functions (`passes`)
-    # Of `calls`, those it calls from a loop or a per-step method: `ProjectIndex.per_step`.
-    calls_per_step: tuple[str, ...] = ()
+    # The call graph beyond `calls` (synclint.project.callgraph): methods of the objects kept in
+    # containers and local variables, functions passed as arguments (`partial(f)`, `map(self._g, xs)`).
+    dispatch: tuple[str, ...] = ()
+    model_loop_calls: tuple[str, ...] = ()  # what it calls in a loop that runs a model (a training or decode loop)
+    plain_loop_calls: tuple[str, ...] = ()  # what it calls in its other loops
+    runs_model: bool = False  # its body runs a step of training or inference (`frequency.runs_model_call`)
+    cached: bool = False  # `@lru_cache` and the like: its body runs once per distinct argument
 
 
 @pickled_by_fields
@@ -126,6 +131,16 @@ class ModuleSummary:
     # (method or function name, keyword) -> what the file's calls pass there: an example of a
     # host tensor the code proves (or None), and whether one call passes a proven GPU tensor.
     keyword_args: dict[tuple[str, str], tuple[str | None, bool]] = field(default_factory=dict)
+    # Where the module's code starts running (synclint.project.callgraph): what its top level calls
+    # (once, at import or as a script; those in a loop that runs a model: every step), the functions
+    # it hands to data loading (`collate_fn=`, `transform=`: they run on the host) and to hooks
+    # (`register_forward_hook(f)`: every forward), and the private names its text uses other than
+    # where it defines them (a private function no text uses never runs).
+    top_calls: tuple[str, ...] = ()
+    top_model_loop_calls: tuple[str, ...] = ()
+    host_callbacks: tuple[str, ...] = ()
+    hook_callbacks: tuple[str, ...] = ()
+    private_names: frozenset[str] = frozenset()
 
 
 # ---- what the project knows ----------------------------------------------------------------

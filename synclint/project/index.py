@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TypeVar
 
-from synclint.devices.conventions import names_a_step
 from synclint.devices.lattice import Place, Where, join
 from synclint.evidence import Certainty
+from synclint.project import how_often
 from synclint.project.facts import (
     NO_ANSWERS,
     Chain,
@@ -67,7 +67,8 @@ class ProjectIndex:
         on_device: set[tuple[str, str]] = set()
         # In the order of their modules, not of the run's files: the files named in another
         # order, or finished in another order, solve to the same facts.
-        for summary in sorted(summaries, key=lambda summary: (summary.module, summary.path)):
+        summaries = sorted(summaries, key=lambda summary: (summary.module, summary.path))
+        for summary in summaries:
             self.functions.update(summary.functions)
             self.classes.update(summary.classes)
             for key, (example, device_seen) in summary.keyword_args.items():
@@ -92,12 +93,7 @@ class ProjectIndex:
         self._solve_returns()
         self.device_params = self._solve_device_params()
         self._solve_chains()
-        # Each function's calls of other project functions, resolved once for both solves of how often code runs.
-        self._calls: dict[str, set[str]] = {
-            qual: {target for target in map(self.resolve, func.calls) if target is not None and target != qual}
-            for qual, func in self.functions.items()}
-        self.once = self._solve_once()
-        self.per_step = self._solve_per_step()
+        self.frequency = how_often.solve(self.functions, self.classes, self.resolve, self.ancestors, summaries)
 
     # ---- resolution ------------------------------------------------------------------
 
@@ -177,67 +173,9 @@ class ProjectIndex:
                     self.chains[caller] = chain.called_by(caller)
                     pending.append(caller)
 
-    def _solve_once(self) -> dict[str, str]:
-        """The private functions (`_name`) that only code running once calls (`FunctionSummary.calls_once`),
-        directly or through functions that do, each with the caller that shows it (the first by name): the
-        least fixed point, so a cycle of callers proves nothing. A public function may have callers the
-        index does not see (users of a library, calls on objects of unknown class: a scheduler's
-        `set_timesteps`, called by `__init__` and by every pipeline run), and one named as a per-step
-        method is per step: neither is ever among them."""
-        callers: dict[str, set[str]] = {}
-        for qual, called in self._calls.items():
-            for name in called:
-                callers.setdefault(name, set()).add(qual)
-        from_once: dict[str, set[str]] = {}  # callee -> callers that call it only from code that runs once
-        for qual, func in self.functions.items():
-            for callee in func.calls_once:
-                target = self.resolve(callee)
-                if target is not None:
-                    from_once.setdefault(target, set()).add(qual)
-        once: dict[str, str] = {}
-        changed = True
-        while changed:
-            changed = False
-            for target, who in callers.items():
-                name = target.rpartition(".")[2]
-                if target in once or not name.startswith("_") or name.startswith("__") or names_a_step(name):
-                    continue
-                if all(caller in from_once.get(target, ()) or caller in once for caller in who):
-                    once[target] = min(who)
-                    changed = True
-        return dict(sorted(once.items()))
-
-    def _solve_per_step(self) -> dict[str, str]:
-        """The functions that run every step: called from a loop or a per-step method of the project
-        (`FunctionSummary.calls_per_step`), or from anywhere in a function that does, each with the caller
-        that shows it (the first by name); never one that runs once. A least fixed point."""
-        per_step: dict[str, str] = {}
-        for qual, func in self.functions.items():
-            for callee in func.calls_per_step:
-                target = self.resolve(callee)
-                if target is not None and target != qual and target not in self.once:
-                    per_step[target] = min(per_step.get(target, qual), qual)
-        pending = sorted(per_step)
-        while pending:
-            caller = pending.pop()
-            for target in sorted(self._calls.get(caller, ())):
-                if target not in per_step and target not in self.once:
-                    per_step[target] = caller
-                    pending.append(target)
-        return dict(sorted(per_step.items()))
-
-    def runs_per_step(self, qualname: str | None) -> str | None:
-        """Why function `qualname` runs every step (a loop or a per-step method calls it), or None."""
-        if qualname is None or qualname not in self.per_step:
-            return None
-        return f"called every step through {short_name(self.per_step[qualname])}()"
-
-    def runs_once(self, qualname: str | None) -> str | None:
-        """Why function `qualname` runs once (only set-up code calls it), or None."""
-        if qualname is None or qualname not in self.once:
-            return None
-        caller = self.once[qualname]
-        return f"only code that runs once calls {short_name(qualname)}() ({short_name(caller)}())"
+    def how_often(self, qualname: str | None) -> how_often.Frequency | None:
+        """How often function `qualname` runs, as solved over the call graph (None: not a project function)."""
+        return self.frequency.get(qualname) if qualname is not None else None
 
     def _surest_sync(self, qual: str, func: FunctionSummary) -> SyncSite | None:
         """The surest of the function's syncs (the first among equals), each as sure as the

@@ -20,6 +20,7 @@ from synclint.cache.signatures import listing
 from synclint.cache.store import Cache
 from synclint.config import Settings, SettingsResolver
 from synclint.engine import FileResult
+from synclint.evidence import Certainty, Reach
 from synclint import policy
 from synclint.model import ENGINE_CODES, Finding
 from synclint.files import Target, discover
@@ -37,6 +38,7 @@ from synclint.jobs import (
 )
 from synclint.project.demand import Demand
 from synclint.project.facts import ProjectFile, Answers
+from synclint.project.how_often import Runs
 from synclint.project.index import ProjectIndex
 from synclint.project.placement import module_name, package_root
 from synclint.project.text_facts import Declarations, with_text_facts
@@ -189,30 +191,57 @@ def check_project(work: list[Job], paths: list[Path], resolver: SettingsResolver
 
 
 def with_frequency(index: ProjectIndex, job: Job, result: FileResult) -> FileResult:
-    """`result` with what the solve says of how often each finding's function runs, applied as data:
-    a finding in a function that only code running once calls (`ProjectIndex.once`) runs once itself,
-    so it sits in the `init` context and says why; one in a function that a loop or a per-step method
-    calls (`ProjectIndex.per_step`), which its own file could not tell (`code`), runs every step. The
-    policy decides its confidence again, and the view shows it again."""
+    """`result` with what the solve says of where and how often each finding's function runs
+    (synclint.project.how_often), applied as data: its context, `because` and reach follow from it;
+    the policy decides its confidence again, and the view shows it again."""
     findings = result.analysis if result.analysis is not None else result.findings
-    if not job.settings.project_analysis or not any(f.function in index.once or f.function in index.per_step
-                                                    for f in findings):
+    if not job.settings.project_analysis:
         return result
-    once = [_how_often(index, f) for f in findings]
-    shown, hidden, dropped = View(job.settings).shown(once, job.shown)
-    return replace(result, findings=shown, analysis=once if result.analysis is not None else None,
+    solved = [_how_often(index, f) for f in findings]
+    if all(new is old for new, old in zip(solved, findings)):
+        return result
+    shown, hidden, dropped = View(job.settings).shown(solved, job.shown)
+    return replace(result, findings=shown, analysis=solved if result.analysis is not None else None,
                    hidden_tests=result.hidden_tests if result.analysis is None else hidden,
                    hidden_contexts=result.hidden_contexts if result.analysis is None else dropped)
 
 
 def _how_often(index: ProjectIndex, finding: Finding) -> Finding:
-    if finding.code in ENGINE_CODES or finding.context in ("init", "test") or finding.evidence is None:
+    """One finding's context, reach and `because` after the solve (see `with_frequency`). What its own
+    file shows of the line (set-up code, a test, an interval) stands; the function's frequency decides
+    the rest: a loop in code that runs once, on the host or in tests runs as that code does, unless it
+    runs a model (a training loop in `main()`)."""
+    evidence = finding.evidence
+    if finding.code in ENGINE_CODES or finding.context in ("init", "test", "host", "never") or evidence is None:
+        return finding  # (what a solve decided already, too: a run applies it to its results more than once)
+    solved = index.how_often(finding.function)
+    if solved is None:
+        if finding.function is None and finding.context == "loop" and evidence.loop == "plain":
+            why = "in a loop at the top level of a module that runs no model: once, when the module runs"
+            return policy.resolve(finding, evidence.with_fact(why, runs="init"))
         return finding
-    if (why := index.runs_once(finding.function)) is not None:
-        return policy.resolve(finding, finding.evidence.with_fact(why, runs="init"))
-    if finding.context == "code" and (why := index.runs_per_step(finding.function)) is not None:
-        return policy.resolve(finding, finding.evidence.with_fact(why, runs="step"))
-    return finding
+    why = solved.describe()
+    model_loop = evidence.loop == "model" or (evidence.loop == "plain" and solved.loops_run_model)
+    if solved.runs is Runs.REPEATS:
+        if finding.context == "code":
+            return policy.resolve(finding, evidence.with_fact(why, runs="step"))
+        return finding
+    if solved.runs is Runs.LOOPS:
+        return policy.resolve(finding, evidence.with_fact(why, runs="loop")) if finding.context == "code" else finding
+    if solved.runs is Runs.UNKNOWN:
+        return finding  # a loop in it repeats per call, whatever how often it is called
+    if solved.runs is Runs.ONCE:
+        if model_loop or finding.context == "step":
+            return finding  # a training loop in `main()`; a per-step method nested in a function that runs once
+        return policy.resolve(finding, evidence.with_fact(why, runs="init"))
+    if solved.runs is Runs.HOST:
+        if evidence.value is Certainty.HIGH:  # the code itself puts it on the GPU: every batch
+            why = why.replace("on the host, in data loading", "every batch, in data loading", 1)
+            return policy.resolve(finding, evidence.with_fact(why, runs="step")) if finding.context == "code" else finding
+        return policy.resolve(finding, evidence.with_fact(why, runs="host", reach=Reach.HOST_SIDE))
+    if solved.runs is Runs.TESTS:
+        return policy.resolve(finding, evidence.with_fact(why, runs="test"))
+    return policy.resolve(finding, evidence.with_fact(why, runs="never"))
 
 
 def _frequencies(index: ProjectIndex, jobs: list[Job], results: list[FileFix | None]) -> list[FileFix | None]:

@@ -19,6 +19,7 @@ from synclint.evidence import Basis, Certainty
 from synclint.noqa import parse_noqa
 from synclint.patterns import one_line
 from synclint.project.facts import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite, short_name
+from synclint.project.callgraph import GraphRecorder
 from synclint.project.index import resolve_in
 from synclint.syntax import child_blocks, dotted_name, is_dataclass, is_property, local_assignments, memoizes, statements
 
@@ -44,11 +45,11 @@ class CallRecorder:
         self.device_args: dict[str, dict[str, dict[int | str, Where]]] = {}  # caller -> callee -> GPU arguments
         self.passes: dict[str, dict[str, dict[int | str, tuple[str, ...]]]] = {}  # caller -> callee -> FunctionSummary.passes
         self.repeated: set[str] = set()  # callees and reads in a loop or a per-step method
-        self.per_step: dict[str, set[str]] = {}  # caller -> callees it calls in a loop or a per-step method
         self.once: dict[str, dict[str, bool]] = {}  # caller -> callee -> whether each of its calls is in once-code
         self.keyword_args: dict[tuple[str, str], tuple[str | None, bool]] = {}  # see ModuleSummary.keyword_args
         self.valued: set[str] = set()  # callees whose result is used
         self.depends = Dependencies(self.devices)
+        self.graph = GraphRecorder(ctx)
 
     def owner(self) -> str | None:
         """The summarised function holding the node: nested functions count as their enclosing one."""
@@ -61,6 +62,7 @@ class CallRecorder:
 
     def visit_Call(self, node: cst.Call) -> None:
         owner = self.owner()
+        self.graph.visit_call(node, owner)
         if owner is None:
             return
         wheres: dict[int, Where] = {}  # each argument evaluated once, for both notes
@@ -79,7 +81,6 @@ class CallRecorder:
             self._note_device_args(owner, callee, node, where_of)
             if self.ctx.may_repeat():
                 self.repeated.add(callee)
-                self.per_step.setdefault(owner, set()).add(callee)
             statement = self.ctx.statements[-1] if self.ctx.statements else None
             if not (isinstance(statement, cst.Expr) and statement.value is node):
                 self.valued.add(callee)
@@ -180,7 +181,7 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
             deprecated=_deprecation(func) if getter else None,
             calls=tuple(dict.fromkeys(recorder.calls.get(qual, ()))),
             calls_once=tuple(sorted(callee for callee, once in recorder.once.get(qual, {}).items() if once)),
-            calls_per_step=tuple(sorted(recorder.per_step.get(qual, ()))),
+            **recorder.graph.facts(qual, func),
             reads=tuple(dict.fromkeys(recorder.reads.get(qual, ()))),
             params=params,
             positional=positional,
@@ -200,6 +201,7 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
     calls = {c for f in summary.functions.values() for c in (*f.calls, *f.reads, *f.returns_calls)} - own
     classes = {b for c in summary.classes.values() for b in c.bases} | recorder.classes_named
     summary.keyword_args = recorder.keyword_args
+    recorder.graph.add_module_facts(summary, text)
     summary.needs = Needs(frozenset(calls), frozenset(classes - own), frozenset(_ATTRIBUTE_NAMES.findall(text)),
                           frozenset(_chain_calls(summary, recorder.repeated) & calls),
                           frozenset((recorder.valued | {c for f in summary.functions.values() for c in f.returns_calls})

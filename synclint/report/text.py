@@ -21,9 +21,9 @@ from synclint.runtime import runtime_note
 
 # How often a finding's context pays its wait, most often first (config.CONTEXTS names them), and
 # how the summary says it.
-HOTNESS = {"loop": 0, "step": 0, "interval": 1, "code": 2, "init": 3, "test": 4}
+HOTNESS = {"loop": 0, "step": 0, "interval": 1, "code": 2, "host": 3, "init": 3, "test": 4, "never": 5}
 HOW_OFTEN = {"loop": "in loops", "step": "per step", "interval": "at intervals", "code": "per call",
-             "init": "once", "test": "in tests"}
+             "host": "on the host", "init": "once", "test": "in tests", "never": "never called"}
 
 
 def hot_first(findings: list[Finding]) -> list[Finding]:
