@@ -42,6 +42,7 @@ from synclint.noqa import parse_noqa
 from synclint.patterns import one_line_message
 from synclint.project.facts import ModuleSummary, ProjectFile
 from synclint.project.index import ProjectIndex
+from synclint.project.callgraph import private_names_only
 from synclint.project.summaries import CallRecorder, add_late_syncs, summarize
 from synclint.rule import Replacement, Report, Rule, Site
 from synclint.source import DecodeProblem, SourceText, decode, too_complex
@@ -539,8 +540,8 @@ def analyse(
     if settings.project_analysis:
         walked += [rule for rule in settings.rules if rule.syncs and rule not in enabled]
     candidates = rules_for_text(text, walked)
-    if not candidates:
-        return [], None
+    if not candidates:  # not parsed; the names it uses still tell whether private functions run
+        return [], private_names_only(project, relpath, text) if settings.project_analysis else None
     module = parse_module(text)
     ctx = FileContext(module, settings, relpath, project)
     instances = [rule(ctx) for rule in candidates]

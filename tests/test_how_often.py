@@ -40,6 +40,19 @@ PACKAGE = {
             if x.isinf().any():
                 return None
             return x
+
+
+        def _named_elsewhere(x):
+            if x.isinf().any():
+                return None
+            return x
+    ''',
+    "pkg/plain.py": '''
+        from pkg.layers import _named_elsewhere
+
+
+        def run(values):
+            return _named_elsewhere(values)
     ''',
     "pkg/decode.py": '''
         import torch
@@ -171,3 +184,6 @@ def test_what_only_tests_call_is_test_code_and_what_nothing_calls_never_runs(tmp
     assert found[("pkg/layers.py", 20)][1].endswith("only in tests: test_reference() -> _reference()")
     assert found[("pkg/layers.py", 26)][0] == "never"
     assert found[("pkg/layers.py", 26)][1].endswith("never: nothing in the project calls it: _dead()")
+    # A file that never mentions torch is not parsed, so its call is not in the graph; but it names the
+    # helper, which may run: as often as the project's users call it, not never.
+    assert found[("pkg/layers.py", 32)][0] == "code"

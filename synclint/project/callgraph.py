@@ -29,7 +29,7 @@ from collections import Counter
 import libcst as cst
 
 from synclint.frequency import is_cached, runs_model_call
-from synclint.project.facts import ModuleSummary
+from synclint.project.facts import ModuleSummary, ProjectFile
 
 # Keywords that hand a callable to data loading, which runs it on the host (in DataLoader workers).
 HOST_CALLBACK_KEYWORDS = frozenset({"collate_fn", "worker_init_fn", "transform", "transforms", "target_transform",
@@ -154,7 +154,17 @@ class GraphRecorder:
         summary.top_model_loop_calls = tuple(sorted(self.top_model_loop_calls))
         summary.host_callbacks = tuple(sorted(self.host_callbacks))
         summary.hook_callbacks = tuple(sorted(self.hook_callbacks))
-        used = Counter(_PRIVATE_NAME.findall(text))
-        defined = Counter(_DEFINITION.findall(text))
-        # A name the text holds only where it defines it is not a use of it.
-        summary.private_names = frozenset(name for name, count in used.items() if count > defined.get(name, 0))
+        summary.private_names = private_names(text)
+
+
+def private_names(text: str) -> frozenset[str]:
+    """The private names (`_helper`) a module's text uses, other than where it defines them."""
+    used = Counter(_PRIVATE_NAME.findall(text))
+    defined = Counter(_DEFINITION.findall(text))
+    return frozenset(name for name, count in used.items() if count > defined.get(name, 0))
+
+
+def private_names_only(project: ProjectFile | None, relpath: str, text: str) -> ModuleSummary:
+    """The summary of a file no rule needs to parse (it never mentions torch): the private names it
+    uses, which may call the project's private functions."""
+    return ModuleSummary(project.module if project is not None else "", relpath, private_names=private_names(text))
