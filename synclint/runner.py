@@ -55,6 +55,8 @@ def run_paths(
     """Check (or fix) the files under `paths`. With `mode.add_noqa`: check them as a plain run does,
     project analysis and all, and add a `# noqa` for every finding shown, until a check shows
     nothing more that a comment can silence; the result is that last check, with what was added."""
+    if mode.write:
+        return _fix_then_check(paths, resolver, mode, jobs, force_exclude, cwd, cache, progress)
     if not mode.add_noqa:
         return _run_paths(paths, resolver, mode, jobs, force_exclude, cwd, cache, progress)[0]
     from collections import Counter
@@ -82,6 +84,30 @@ def run_paths(
             break
     run.warnings.extend(problems)
     run.noqa_added, run.noqa_files = added, len(written)
+    return run
+
+
+def _fix_then_check(paths: list[Path], resolver: SettingsResolver, mode: Mode, jobs: int | None, force_exclude: bool,
+                    cwd: Path | None, cache: Cache | None, progress: Progress) -> RunResult:
+    """`--fix`: fix and write the files, then, where any was written, check the paths again as a
+    plain `check` does. The report after `--fix` is that check's, so it is what the next `check`
+    prints: a fix in one file changes the findings of others (a helper that no longer syncs quiets
+    its callers' SYNC112; a value now made on the host changes what its callers pass), and a fixed
+    file's findings sit on its new lines. What was fixed, written and dropped comes from the fix."""
+    fixing, _ = _run_paths(paths, resolver, mode, jobs, force_exclude, cwd, cache, progress)
+    if not any(item.written for item in fixing.files):
+        return fixing
+    run, _ = _run_paths(paths, resolver, Mode(debug=mode.debug), jobs, force_exclude, cwd, cache, progress)
+    done = {item.result.path: item for item in fixing.files}
+    for item in run.files:
+        fixed = done.get(item.result.path)
+        if fixed is not None:
+            item.fixed, item.written, item.diff = fixed.fixed, fixed.written, fixed.diff
+    run.warnings = [*fixing.warnings, *(w for w in run.warnings if w not in fixing.warnings)]
+    run.problems = [*fixing.problems, *(p for p in run.problems if p not in fixing.problems)]
+    run.phases = [*fixing.phases, *run.phases]
+    run.read_files = list(dict.fromkeys([*fixing.read_files, *run.read_files]))
+    run.analysed_files = list(dict.fromkeys([*fixing.analysed_files, *run.analysed_files]))
     return run
 
 
