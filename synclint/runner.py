@@ -134,8 +134,47 @@ def _run_paths(paths: list[Path], resolver: SettingsResolver, mode: Mode, jobs: 
     return run, {job.shown: job.path for job in work}
 
 
+def stdin_imports_local(data: bytes, cwd: Path) -> str | None:
+    """What source on standard input imports from the files around it (a relative import, or a module
+    or package of the working directory or its `src/`), as the warning names it; None if nothing."""
+    import ast
+
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None  # its check reports it
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            return f"`from {'.' * node.level}{node.module or ''} import ...` (a relative import)"
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        for name in names:
+            top = name.split(".")[0]
+            for base in (cwd, cwd / "src"):
+                if (base / top / "__init__.py").is_file() or (base / f"{top}.py").is_file():
+                    shown = (base / top).relative_to(cwd).as_posix()
+                    return f"`{name}` ({shown}{'/' if (base / top).is_dir() else '.py'} here)"
+    return None
+
+
 def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mode: Mode, cwd: Path,
               cache: Cache | None = None, progress: Progress = OFF) -> RunResult:
+    """`run_stdin_as`, and without a file name, a warning where the source imports files around it:
+    it is checked as a script of its own, and what those files' facts would add is missing."""
+    run = run_stdin_as(data, filename, resolver, mode, cwd, cache, progress)
+    settings = resolver.for_path(cwd / filename if filename else cwd)
+    if filename is None and settings.project_analysis:
+        imported = stdin_imports_local(data, cwd)
+        if imported is not None:
+            run.warnings.insert(0, f"the source on standard input imports {imported}, but without --stdin-filename "
+                                   "it is checked as a script of its own: findings that rest on other files' facts "
+                                   "(a helper that syncs, a property that copies, what callers pass) are left out; "
+                                   "name the file it stands for with --stdin-filename PATH")
+    return run
+
+
+def run_stdin_as(data: bytes, filename: str | None, resolver: SettingsResolver, mode: Mode, cwd: Path,
+                 cache: Cache | None = None, progress: Progress = OFF) -> RunResult:
     """Check (or fix, in memory) source read from standard input; `filename` picks the settings
     and, for a file of a package checked with project analysis, its place in the project: it is
     checked as a run over that file by path checks it, with `data` for its text."""
