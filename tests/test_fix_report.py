@@ -87,3 +87,23 @@ def test_the_unsafe_fixes_left_are_counted_as_the_next_check_counts_them(tmp_pat
     assert fixed.stdout == again.stdout
     assert fixed.stderr == "Fixed 1 finding (SYNC103: 1). 2 more fixable with --unsafe-fixes.\n"
     assert again.stdout.endswith("2 more fixable with `--fix --unsafe-fixes`.\n")
+
+
+def test_without_a_cache_the_fix_also_starts_from_what_the_check_found(tmp_path, monkeypatch):
+    # A fix that starts from a check of the file alone may miss the findings other files' facts gave
+    # it (accelerate's random.py: a SYNC102 that only project analysis finds was fixed warm, not cold).
+    # Cold as warm, the fix starts from the run's check: the file is analysed once, the fixed text once.
+    from synclint import engine
+
+    counts = {"analyse": 0}
+    analyse = engine.analyse
+
+    def counted(*args, **kwargs):
+        counts["analyse"] += 1
+        return analyse(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "analyse", counted)
+    (tmp_path / "clamp.py").write_text(CLAMP)
+    proc = run_cli("check", "-j", "1", "--no-cache", "--diff", "--unsafe-fixes", "clamp.py", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr == "Would fix 2 findings in 1 file.\n"
+    assert counts["analyse"] == 2
