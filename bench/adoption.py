@@ -43,10 +43,8 @@ def formatter(tool: str, cwd: Path, files: list[str], check: bool) -> subprocess
 
 
 def unformatted(tool: str, cwd: Path, files: list[str]) -> set[str]:
-    out = formatter(tool, cwd, files, check=True)
-    text = out.stdout + out.stderr
-    return {f for f in files if f"would reformat {f}" in text.lower() or f"would reformat: {f}" in text.lower()
-            or f"would reformat {cwd / f}" in text.lower()}
+    """The files the formatter would change (its `--check` of each file alone: exit 1)."""
+    return {name for name in files if formatter(tool, cwd, [name], check=True).returncode == 1}
 
 
 def touched(proc: subprocess.CompletedProcess, copy: Path, original: Path, src: str) -> list[str]:
