@@ -22,7 +22,24 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # exit 2 with one clear line, as argparse does, but no usage dump
-        raise UsageError(message)
+        raise UsageError(message + self._did_you_mean(message))
+
+    def _did_you_mean(self, message: str) -> str:
+        """`--fxi`: "; did you mean --fix?" (ruff's tip), for an unrecognized option close to one of ours."""
+        import difflib
+
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            return ""
+        parsers = [self, *(parser for action in self._actions if isinstance(action, argparse._SubParsersAction)
+                           for parser in action.choices.values())]
+        flags = list(dict.fromkeys(flag for parser in parsers for action in parser._actions
+                                   for flag in action.option_strings))
+        for word in message[len(prefix):].split():
+            close = difflib.get_close_matches(word.split("=")[0], flags, n=1, cutoff=0.75) if word.startswith("--") else []
+            if close:
+                return f"; did you mean {close[0]}?"
+        return ""
 
 
 def codes(text: str) -> list[str]:

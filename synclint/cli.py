@@ -40,9 +40,10 @@ def entry_point() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
-        argv.insert(0, "check")  # `synclint models/` reads as `synclint check models/`
     try:
+        if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
+            _not_a_misspelt_command(argv[0] if argv else None)
+            argv.insert(0, "check")  # `synclint models/` reads as `synclint check models/`
         program = None
         if argv[0] == "trace" and not {"-h", "--help"} & set(argv[: argv.index("--") if "--" in argv else None]):
             if "--" not in argv:
@@ -75,6 +76,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_ERROR
+
+
+def _not_a_misspelt_command(first: str | None) -> None:
+    """`synclint chek pkg`: a first word that is no subcommand is a path to check, unless no such
+    path exists and it is a subcommand misspelt; then, as ruff and git do, say which one was meant."""
+    import difflib
+
+    if first is None or first.startswith("-") or os.path.lexists(first):
+        return
+    close = difflib.get_close_matches(first, SUBCOMMANDS, n=1, cutoff=0.6)
+    if close:
+        raise UsageError(f"unrecognized subcommand {first!r} (and no file or folder of that name); "
+                         f"did you mean `synclint {close[0]}`?")
 
 
 # The settings a flag of the same name sets (`--ignore-contexts` sets `ignore-contexts`).

@@ -218,8 +218,8 @@ def fix_bytes(data: bytes, relpath: str, settings: Settings, unsafe: bool, debug
         difflib.unified_diff(
             source.text.splitlines(keepends=True),
             outcome.text.splitlines(keepends=True),
-            fromfile=relpath,
-            tofile=relpath,
+            fromfile=f"a/{relpath}",  # as git writes them: `git apply` and `patch -p1` take it as it is
+            tofile=f"b/{relpath}",
         )
     )
     try:

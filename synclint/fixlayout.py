@@ -94,7 +94,7 @@ def fit_edit(file: FileLines, start: tuple[int, int], end: tuple[int, int], cont
         return None
     written = (first[: start[1]] + content + last[end[1]:]).split("\n")
     if all(len(line) <= limit for line in written):
-        return None
+        return _laid_out_again(file, start, end, written, limit, indent_unit)
     depth = file.depth_at(start[0])
     if depth is None or any(line.rstrip().endswith("\\") for line in written):
         return None
@@ -119,6 +119,38 @@ def fit_edit(file: FileLines, start: tuple[int, int], end: tuple[int, int], cont
             broken.append(line)
         depth += change
     return (start[0], 0), (end[0], len(last)), "\n".join(broken)
+
+
+def _laid_out_again(file: FileLines, start: tuple[int, int], end: tuple[int, int], written: list[str], limit: int,
+                    indent_unit: str) -> tuple[tuple[int, int], tuple[int, int], str] | None:
+    """Where a fix makes no line too long but edits a statement that a formatter split over several
+    lines: the statement as the formatter lays it out after the fix (it joins the statement and
+    splits it again, so an edit that shortens or lengthens its parts moves its split: black and
+    `ruff format` write `torch.tensor(\n    ids, device=d\n)` fixed as `torch.tensor(ids).to(\n    d,
+    non_blocking=True\n)`, not `torch.tensor(\n    ids\n).to(d, non_blocking=True)`). Only where the
+    statement is laid out now as the formatter lays it out (else the project does not use one there,
+    and the edit stays as it is); None where nothing changes."""
+    if file.depth_at(start[0]) is None:
+        return None
+    rows = _statement_rows(file, start[0], end[0])
+    if rows is None:
+        return None
+    first_row, last_row = rows
+    if first_row == last_row and len(written) == 1:
+        return None  # a line that stays a line: nothing to lay out again
+    lines = file.lines
+    before = lines[first_row - 1:last_row]
+    joined_before = _joined("\n".join(before))
+    if joined_before is None or break_line(joined_before, limit, indent_unit) != before:
+        return None
+    after = [*lines[first_row - 1:start[0] - 1], *written, *lines[end[0]:last_row]]
+    joined = _joined("\n".join(after))
+    if joined is None:
+        return None
+    relaid = break_line(joined, limit, indent_unit)
+    if relaid == after:
+        return None
+    return (first_row, 0), (last_row, len(lines[last_row - 1])), "\n".join(relaid)
 
 
 def _statement_rows(file: FileLines, start: int, end: int) -> tuple[int, int] | None:

@@ -188,15 +188,17 @@ def fix_checked(jobs: list[Job], results: list[FileFix | None], mode: Mode, work
         if item is None or not _has_fixes(item.result.findings, jobs[i].settings, mode):
             continue
         job, key = jobs[i], None
-        if cache is not None:
-            try:
-                digest = cache.digest(job.path)
-            except OSError:
-                digest = None  # the fix reports it
-            if digest is not None:
-                seen = FileResult(job.shown, item.result.findings, analysis=item.result.analysis,
-                                  hidden_tests=item.result.hidden_tests, hidden_contexts=item.result.hidden_contexts)
-                job = replace(job, checked=(digest, seen))
+        # The fix starts from what the check found, cached or not (`--no-cache` too): a check of the
+        # file alone may lack the findings other files' facts gave it, and their fixes with them.
+        try:
+            digest = cache.digest(job.path) if cache is not None else hashlib.sha256(job.path.read_bytes()).digest()
+        except OSError:
+            digest = None  # the fix reports it
+        if digest is not None:
+            seen = FileResult(job.shown, item.result.findings, analysis=item.result.analysis,
+                              hidden_tests=item.result.hidden_tests, hidden_contexts=item.result.hidden_contexts)
+            job = replace(job, checked=(digest, seen))
+            if cache is not None:
                 if not mode.write:
                     key = _fix_key(cache, job, mode)
                     hit = cache.get(key, FileFix)

@@ -143,9 +143,11 @@ class Progress:
 
 
 def make_bar(console, started: float):
-    """The bar on `console`: the phase, cut short with an ellipsis where the line is too narrow for
-    it, then a short bar, files done and total, and the time since `started`, always whole (at
-    80 columns a long phase once squeezed them to `13… files 0:…`)."""
+    """The bar on `console`: the phase, then a short bar, files done and total, and the time since
+    `started`. Each is always whole: where the line is too narrow for the phase (a long package
+    name at 80 columns), the phase goes on over a second line, as a word-wrapped cell (cut short
+    with an ellipsis, it hid what was being indexed; squeezed, it once cut the counters to
+    `13… files 0:…`)."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
     from rich.progress import Progress as Bar
     from rich.table import Column
@@ -153,7 +155,7 @@ def make_bar(console, started: float):
     def whole() -> Column:
         return Column(no_wrap=True)
 
-    return Bar(TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")),
+    return Bar(TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=False, overflow="fold")),
                BarColumn(bar_width=BAR_WIDTH, table_column=whole()), MofNCompleteColumn(table_column=whole()),
                TextColumn("files", table_column=whole()), _Elapsed(started, whole()), console=console,
                transient=True, refresh_per_second=4, expand=True)

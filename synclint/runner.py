@@ -55,6 +55,8 @@ def run_paths(
     """Check (or fix) the files under `paths`. With `mode.add_noqa`: check them as a plain run does,
     project analysis and all, and add a `# noqa` for every finding shown, until a check shows
     nothing more that a comment can silence; the result is that last check, with what was added."""
+    if mode.write:
+        return _fix_then_check(paths, resolver, mode, jobs, force_exclude, cwd, cache, progress)
     if not mode.add_noqa:
         return _run_paths(paths, resolver, mode, jobs, force_exclude, cwd, cache, progress)[0]
     from collections import Counter
@@ -85,6 +87,30 @@ def run_paths(
     return run
 
 
+def _fix_then_check(paths: list[Path], resolver: SettingsResolver, mode: Mode, jobs: int | None, force_exclude: bool,
+                    cwd: Path | None, cache: Cache | None, progress: Progress) -> RunResult:
+    """`--fix`: fix and write the files, then, where any was written, check the paths again as a
+    plain `check` does. The report after `--fix` is that check's, so it is what the next `check`
+    prints: a fix in one file changes the findings of others (a helper that no longer syncs quiets
+    its callers' SYNC112; a value now made on the host changes what its callers pass), and a fixed
+    file's findings sit on its new lines. What was fixed, written and dropped comes from the fix."""
+    fixing, _ = _run_paths(paths, resolver, mode, jobs, force_exclude, cwd, cache, progress)
+    if not any(item.written for item in fixing.files):
+        return fixing
+    run, _ = _run_paths(paths, resolver, Mode(debug=mode.debug), jobs, force_exclude, cwd, cache, progress)
+    done = {item.result.path: item for item in fixing.files}
+    for item in run.files:
+        fixed = done.get(item.result.path)
+        if fixed is not None:
+            item.fixed, item.written, item.diff = fixed.fixed, fixed.written, fixed.diff
+    run.warnings = [*fixing.warnings, *(w for w in run.warnings if w not in fixing.warnings)]
+    run.problems = [*fixing.problems, *(p for p in run.problems if p not in fixing.problems)]
+    run.phases = [*fixing.phases, *run.phases]
+    run.read_files = list(dict.fromkeys([*fixing.read_files, *run.read_files]))
+    run.analysed_files = list(dict.fromkeys([*fixing.analysed_files, *run.analysed_files]))
+    return run
+
+
 def _run_paths(paths: list[Path], resolver: SettingsResolver, mode: Mode, jobs: int | None, force_exclude: bool,
                cwd: Path | None, cache: Cache | None, progress: Progress) -> tuple[RunResult, dict[str, Path]]:
     """`run_paths` for a mode other than `add_noqa`; and where each file shown is."""
@@ -108,8 +134,47 @@ def _run_paths(paths: list[Path], resolver: SettingsResolver, mode: Mode, jobs: 
     return run, {job.shown: job.path for job in work}
 
 
+def stdin_imports_local(data: bytes, cwd: Path) -> str | None:
+    """What source on standard input imports from the files around it (a relative import, or a module
+    or package of the working directory or its `src/`), as the warning names it; None if nothing."""
+    import ast
+
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None  # its check reports it
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            return f"`from {'.' * node.level}{node.module or ''} import ...` (a relative import)"
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        for name in names:
+            top = name.split(".")[0]
+            for base in (cwd, cwd / "src"):
+                if (base / top / "__init__.py").is_file() or (base / f"{top}.py").is_file():
+                    shown = (base / top).relative_to(cwd).as_posix()
+                    return f"`{name}` ({shown}{'/' if (base / top).is_dir() else '.py'} here)"
+    return None
+
+
 def run_stdin(data: bytes, filename: str | None, resolver: SettingsResolver, mode: Mode, cwd: Path,
               cache: Cache | None = None, progress: Progress = OFF) -> RunResult:
+    """`run_stdin_as`, and without a file name, a warning where the source imports files around it:
+    it is checked as a script of its own, and what those files' facts would add is missing."""
+    run = run_stdin_as(data, filename, resolver, mode, cwd, cache, progress)
+    settings = resolver.for_path(cwd / filename if filename else cwd)
+    if filename is None and settings.project_analysis:
+        imported = stdin_imports_local(data, cwd)
+        if imported is not None:
+            run.warnings.insert(0, f"the source on standard input imports {imported}, but without --stdin-filename "
+                                   "it is checked as a script of its own: findings that rest on other files' facts "
+                                   "(a helper that syncs, a property that copies, what callers pass) are left out; "
+                                   "name the file it stands for with --stdin-filename PATH")
+    return run
+
+
+def run_stdin_as(data: bytes, filename: str | None, resolver: SettingsResolver, mode: Mode, cwd: Path,
+                 cache: Cache | None = None, progress: Progress = OFF) -> RunResult:
     """Check (or fix, in memory) source read from standard input; `filename` picks the settings
     and, for a file of a package checked with project analysis, its place in the project: it is
     checked as a run over that file by path checks it, with `data` for its text."""

@@ -67,7 +67,7 @@ def test_diff_prints_and_writes_nothing(write, tmp_path):
     proc = run_cli("check", "--diff", "--unsafe-fixes", "kernel.py", cwd=tmp_path)
     assert proc.returncode == 1
     assert path.read_text() == GUARDED
-    assert proc.stdout.startswith("--- kernel.py\n+++ kernel.py\n@@ ")
+    assert proc.stdout.startswith("--- a/kernel.py\n+++ b/kernel.py\n@@ ")
     assert "-    if x.isinf().any() or x.isnan().any():\n" in proc.stdout
     assert "+    clamp_value = torch.finfo(x.dtype).max - offset\n" in proc.stdout
     proc = run_cli("check", "--diff", "kernel.py", cwd=tmp_path)  # safe fixes only: nothing to do

@@ -243,6 +243,27 @@ def test_the_bar_keeps_files_done_total_and_time_whole_on_a_narrow_terminal(widt
     bar.add_task("project analysis: a second look at the files that use other files' facts", total=13456,
                  completed=1234)
     console.print(bar.make_tasks_table(bar.tasks))
-    (line,) = console.file.getvalue().splitlines()
-    assert len(line) <= width and line.startswith("project analysis: a")
-    assert line.endswith(" 1234/13456 files 1:15") and "…" in line
+    first, *more = console.file.getvalue().splitlines()
+    assert all(len(line) <= width for line in [first, *more])
+    assert first.startswith("project analysis: a") and first.endswith(" 1234/13456 files 1:15")
+    # The phase goes on over the lines below, whole: nothing of it is cut.
+    label = " ".join(re.sub(r"\s*[━╸╺].*$", "", line).strip() for line in [first, *more])
+    assert label == "project analysis: a second look at the files that use other files' facts"
+
+
+def test_a_phase_naming_a_long_package_is_whole_at_80_columns():
+    import io
+    import time
+
+    from rich.console import Console
+
+    from synclint.progress import make_bar
+
+    console = Console(file=io.StringIO(), width=80, force_terminal=False)
+    bar = make_bar(console, time.monotonic() - 5)
+    bar.add_task("checking; indexing speechbrain once for project analysis", total=727, completed=120)
+    console.print(bar.make_tasks_table(bar.tasks))
+    lines = console.file.getvalue().splitlines()
+    assert lines[0].endswith(" 120/727 files 0:05") and "…" not in "".join(lines)
+    words = " ".join(re.sub(r"\s*[━╸╺].*$", "", line).strip() for line in lines).split()
+    assert words == "checking; indexing speechbrain once for project analysis".split()

@@ -179,7 +179,7 @@ def test_diff_on_a_cached_tree_fixes_each_file_once_then_never_again(tree, analy
     analyses.update(analyse=0, parse=0)
     diff = ("--diff", "--unsafe-fixes", "--min-confidence", "low")
     first = check(tree, *diff, ".")
-    assert first.stdout.count("--- pkg/") == 1 and "Would fix 1 finding in 1 file." in first.stderr
+    assert first.stdout.count("--- a/pkg/") == 1 and "Would fix 1 finding in 1 file." in first.stderr
     # The fix starts from the check's findings: only the fixed text is analysed, once.
     assert analyses["analyse"] == 1
     for replayed in (True, False):
