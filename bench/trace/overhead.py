@@ -92,7 +92,7 @@ def parts(out: Path, rounds: int, results: dict) -> None:
     from synclint.trace.recording import Limits, TraceRecording
     from synclint.trace.session import Settings, detector, watching
 
-    width, block = 256, 300
+    width, block = 256, 200
     layers: list[torch.nn.Module] = []
     for _ in range(4):
         layers += [torch.nn.Linear(width, width), torch.nn.GELU()]
@@ -163,6 +163,7 @@ def main() -> int:
     parser.add_argument("--cpu", type=int, default=None, help="the core to run on (default: the last one)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(SYNCLINT_HOME))  # `parts` imports this synclint
     if hasattr(os, "sched_setaffinity"):
         cores = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, {args.cpu if args.cpu is not None else cores[-1]})
