@@ -54,8 +54,8 @@ gc.collect()
 print(f"rank {rank}: process group {'alive' if group() is not None else 'freed'}")
 """
 
-# What torchrun gives each of its workers (its ranks, one host's rendezvous), without torchrun's agent:
-# a torchrun job costs twice as long here, and the ranks are the processes that aborted.
+# What torchrun gives each of its workers (its ranks, one host's rendezvous), without torchrun's agent
+# process (a run costs less; the ranks, the processes that aborted, are started and traced the same way).
 LAUNCH = """import os
 import socket
 import subprocess
