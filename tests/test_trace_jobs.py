@@ -127,17 +127,17 @@ def test_torchrun_traces_every_rank_with_exact_per_rank_counts(write, tmp_path):
     tolist = sites[(TOLIST_LINE, ".tolist(): device-to-host read")]
     item = sites[(ITEM_LINE, ITEM)]
     assert (tolist["count"], per_rank(tolist)) == (8, {"rank 0": 4, "rank 1": 4})
-    assert (item["count"], per_rank(item), item["waited_most"]) == (4, {"rank 0": 4}, "rank 0")
+    assert (item["count"], per_rank(item), item["waited_most"]) == (4, {"rank 0": 4}, None)  # no times: no one waited
     assert len(report["sites"]) == 2 and report["completed"] is True
 
     lines = proc.stderr.splitlines()
     title = next(i for i, line in enumerate(lines) if line.startswith("synclint trace:"))
     assert lines[title] == ("synclint trace: torchrun --nproc-per-node 2 train.py 4 (simulated on the CPU: no times): "
                             "2 processes traced")
-    assert lines[title + 1].split()[:5] == ["count", "r0", "r1", "waited", "most"]
-    rows = {line.split()[5]: line.split()[:5] for line in lines[title + 2: title + 4]}
-    assert rows[f"train.py:{TOLIST_LINE}"] == ["8", "4", "4", "rank", "0"]
-    assert rows[f"train.py:{ITEM_LINE}"] == ["4", "4", "0", "rank", "0"]
+    assert lines[title + 1].split()[:4] == ["count", "r0", "r1", "site"]  # no "waited most" without times
+    rows = {line.split()[3]: line.split()[:3] for line in lines[title + 2: title + 4]}
+    assert rows[f"train.py:{TOLIST_LINE}"] == ["8", "4", "4"]
+    assert rows[f"train.py:{ITEM_LINE}"] == ["4", "4", "0"]
 
     document = json.loads((tmp_path / "steps.json").read_text())
     check_chrome_trace(document)
@@ -238,7 +238,7 @@ def test_spawned_children_are_traced_as_ranks(write, tmp_path):
     assert [p["name"] for p in report["processes"]] == ["main", "rank 0", "rank 1"]
     (site,) = report["sites"]
     assert (site["line"], site["count"], per_rank(site), site["waited_most"]) == (8, 5, {"rank 0": 2, "rank 1": 3},
-                                                                                  "rank 1")
+                                                                                  None)
     assert "synclint trace: python spawn.py (simulated on the CPU: no times): 3 processes traced" in proc.stderr
 
 
@@ -301,9 +301,36 @@ def test_the_timeline_slices_add_up_to_the_tables_wait(tmp_path):
     assert len(slices) == 4  # the sync nothing timed is an instant
     first = min(slices, key=lambda e: e["ts"])
     assert first["ts"] == pytest.approx((10.2 - 0.010 - 10.0) * 1e6) and first["args"]["site"] == "a.py:3"
-    assert {r["line"]: (r["count"], r["waited_most"]) for r in rows} == {3: (3, "rank 0"), 9: (1, "rank 0"), None: (1, "rank 1")}
+    # who waited most, by wait; a site none of whose syncs was timed names no one
+    assert {r["line"]: (r["count"], r["waited_most"]) for r in rows} == {3: (3, "rank 0"), 9: (1, "rank 0"), None: (1, None)}
     steps = [(e["name"], e["ts"], e["dur"]) for e in document["traceEvents"] if e.get("cat") == "step"]
     assert steps == [("step 1", 0.0, pytest.approx(0.5e6)), ("step 2", 0.5e6, pytest.approx(0.5e6))]
+
+
+def test_waited_most_is_said_only_with_times(tmp_path):
+    """Who waited longest at a site is a wait, not a count: rank 1 synced more, rank 0 waited longer;
+    without times (the simulation, --no-times) no process is named, in the report or the table."""
+    from synclint.trace.table import render
+
+    site = Site(str(tmp_path / "a.py"), 3, "f")
+
+    def ranks(waits0: list, waits1: list) -> list[ProcessTrace]:
+        return [ProcessTrace(100 + r, rank=r, events=[SyncEvent(SYNC, "item", site, wait_s=w) for w in waits],
+                             ends=[1.0] * len(waits)) for r, waits in enumerate([waits0, waits1])]
+
+    columns = [("rank 0", "r0"), ("rank 1", "r1")]
+    (timed,) = job_rows(ranks([0.5], [0.01, 0.01, 0.01]), str(tmp_path), timed=True)
+    assert (timed["count"], timed["waited_most"]) == (4, "rank 0")
+    head, row = render([timed], untimed=None, wall_s=2.0, codes=None, root=tmp_path, columns=columns)[:2]
+    assert head.split()[:9] == ["total", "wait", "mean", "share", "count", "r0", "r1", "waited", "most"]
+    assert row.split()[5:11] == ["4", "1", "3", "rank", "0", "a.py:3"]  # after total wait, mean (two words each), share
+
+    (untimed,) = job_rows(ranks([None], [None, None, None]), str(tmp_path), timed=False)
+    assert (untimed["count"], untimed["waited_most"]) == (4, None)
+    head, row = render([untimed], untimed="simulated on the CPU: counts only, no times", wall_s=2.0, codes=None,
+                       root=tmp_path, columns=columns)[:2]
+    assert "waited" not in head and "rank" not in row
+    assert head.split()[:4] == ["count", "r0", "r1", "site"] and row.split()[:4] == ["4", "1", "3", "a.py:3"]
 
 
 def test_a_timeline_that_cannot_be_written_is_exit_2(write, tmp_path):

@@ -139,7 +139,8 @@ def read_processes(folder: str) -> list[ProcessTrace]:
 def job_rows(processes: list[ProcessTrace], root: str, timed: bool) -> list[dict]:
     """The report's sites over every process: each site's total count and wait, and with several
     processes, per process (`ranks`: rank, pid, count, wait_s) and the one that waited longest there
-    (`waited_most`, by wait when timed, else by count: a straggler's sign)."""
+    (`waited_most`: a straggler's sign). Only a wait says who waited longest: `waited_most` is None
+    without times (the CPU simulation, `--no-times`) and at a site none of whose syncs was timed."""
     from synclint.trace.recording import site_rows, sort_rows
 
     if len(processes) == 1:
@@ -157,8 +158,8 @@ def job_rows(processes: list[ProcessTrace], root: str, timed: bool) -> list[dict
             into["ranks"].append({"rank": process.rank, "pid": process.pid, "name": process.name,
                                   "count": row["count"], "wait_s": row["wait_s"]})
     for row in merged.values():
-        most = max(row["ranks"], key=lambda r: (r["wait_s"] or 0.0, r["count"]) if timed else (r["count"],))
-        row["waited_most"] = most["name"]
+        timed_ranks = [r for r in row["ranks"] if r["wait_s"] is not None] if timed else []
+        row["waited_most"] = max(timed_ranks, key=lambda r: r["wait_s"])["name"] if timed_ranks else None
     return sort_rows(list(merged.values()))
 
 

@@ -114,10 +114,30 @@ def _after_cuda_starts(stack: ExitStack, enter: Callable[[], None]) -> None:
     stack.callback(lambda: setattr(cuda, "_lazy_init", original) if cuda._lazy_init is _lazy_init else None)
 
 
+def _import_dynamo_before_the_program() -> None:
+    """Import `torch._dynamo` now, before the program runs, not halfway through it.
+
+    torch wraps every `TorchDispatchMode`'s `__torch_dispatch__` in `torch._disable_dynamo`, which
+    imports `torch._dynamo` on the mode's first operation. That import imports
+    `torch.distributed.nn.functional`, whose functions take `group=group.WORLD` as a default argument,
+    evaluated then: when the first operation the simulation sees comes after `init_process_group`
+    (a rank that starts its process group first, as torchrun's scripts do), ten default tuples keep
+    the default process group for good. `destroy_process_group()` then frees nothing: gloo's worker
+    threads live on into the interpreter's shutdown, where one that drops the last reference to a
+    finished work releases its tensors' Python objects, needs the GIL, is ended by the finalizing
+    interpreter (`pthread_exit`) inside a noexcept destructor, and the rank aborts ("terminate called
+    without an active exception", SIGABRT). Imported first, the defaults hold `None`, as in the
+    program run without the trace."""
+    import torch._dynamo  # noqa: F401
+
+
 def watching(chosen: Detector, recording: TraceRecording, rank: bool = False) -> ExitStack:
     """Everything that records into `recording`, entered; close the stack to stop. In a rank the CUDA
     detector starts with the program's own first CUDA call: the sync debug mode starts CUDA, and
-    started before the rank picks its device it would put a context on GPU 0 in every rank."""
+    started before the rank picks its device it would put a context on GPU 0 in every rank. The CPU
+    simulation (a `TorchDispatchMode`) loads `torch._dynamo` first (`_import_dynamo_before_the_program`)."""
+    if not chosen.cuda:
+        _import_dynamo_before_the_program()
     stack = ExitStack()
     try:
         if rank and chosen.cuda:

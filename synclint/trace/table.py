@@ -1,8 +1,8 @@
 """The table a person reads after a trace, with the static finding of each site beside it.
 
 Rows are the report's sites (already ordered: by total wait when timed, else by count). In a job of
-several processes, a column per process (up to `MAX_COLUMNS`) gives its count at each site, and
-`waited most` the process that waited longest there (by count when untimed). No torch.
+several processes, a column per process (up to `MAX_COLUMNS`) gives its count at each site, and, when
+the run has times, `waited most` the process that waited longest there (a count says nothing of it). No torch.
 """
 
 from __future__ import annotations
@@ -69,16 +69,17 @@ def render(sites: list[dict], *, untimed: str | None, wall_s: float, codes: dict
                  _clip(site.get("source") or "")]
         if columns:
             counts = {r["name"]: r["count"] for r in site.get("ranks", [])}
-            cells = cells[:1] + [str(counts.get(name, 0)) for name, _ in per_process] + [site.get("waited_most", "-")] + cells[1:]
+            most = [site.get("waited_most") or "-"] if timed else []
+            cells = cells[:1] + [str(counts.get(name, 0)) for name, _ in per_process] + most + cells[1:]
         if timed:
             wait = site["wait_s"]
             mean = None if wait is None else wait / site["count"]
             cells = [format_wait(wait), format_wait(mean), _share(wait, wall_s)] + cells
         rows.append(cells)
     header = ((["total wait", "mean", "share"] if timed else []) + ["count"] + [short for _, short in per_process]
-              + (["waited most"] if columns else []) + ["site", "operation", "static finding", "source"])
+              + (["waited most"] if columns and timed else []) + ["site", "operation", "static finding", "source"])
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    numeric = len(header) - 4 - (1 if columns else 0)  # the numbers align right, the words left
+    numeric = len(header) - 4 - (1 if columns and timed else 0)  # the numbers align right, the words left
     lines = ["  ".join(cell.rjust(w) if i < numeric else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths))).rstrip()
              for r in [header, *rows]]
     return lines + [summary(sites, untimed=untimed, wall_s=wall_s, codes=codes, root=root, processes=len(columns or []))]

@@ -52,6 +52,7 @@ class CallStarts:
         self.clock = clock
         self._local = threading.local()
         self._torch_c: set = set()  # the torch functions and descriptors seen called
+        self._methods: dict[tuple, bool] = {}  # (owner's type, name, module) of bound methods: torch or not
         self._tool: int | None = None
 
     def __enter__(self) -> "CallStarts":
@@ -60,19 +61,31 @@ class CallStarts:
         if tool is None:
             raise RuntimeError("every sys.monitoring tool id is taken")
         monitoring.use_tool_id(tool, "synclint trace")
-        disable, clock, local, torch_c = monitoring.DISABLE, self.clock, self._local, self._torch_c
+        disable, clock, local, torch_c, methods = (monitoring.DISABLE, self.clock, self._local, self._torch_c,
+                                                   self._methods)
 
         def on_call(code: types.CodeType, offset: int, callee: Any, arg0: Any) -> Any:
+            # Runs for each call from a location still enabled, so every torch call of a step: each
+            # callee is judged once (`_is_torch_c` costs a microsecond, several times this lookup).
             try:
                 known = callee in torch_c
             except TypeError:  # an unhashable callable object: no torch function
                 return disable
-            if known or _is_torch_c(callee):
-                if not known and getattr(callee, "__self__", None) is None:
-                    torch_c.add(callee)  # a function or descriptor, not a bound method that would keep its tensor
-                local.start = clock()
-                return None
-            return disable
+            if not known:
+                owner = getattr(callee, "__self__", None)
+                if owner is None or type(owner) is types.ModuleType:  # torch.matmul, F.linear (torch._C._nn)
+                    if not _is_torch_c(callee):
+                        return disable
+                    torch_c.add(callee)
+                else:  # x.item, a pybind function: by its owner's type and its name, not keeping the tensor
+                    key = (type(owner), getattr(callee, "__name__", None), getattr(callee, "__module__", None))
+                    verdict = methods.get(key)
+                    if verdict is None:
+                        verdict = methods[key] = _is_torch_c(callee)
+                    if not verdict:
+                        return disable
+            local.start = clock()
+            return None
 
         monitoring.register_callback(tool, monitoring.events.CALL, on_call)
         monitoring.set_events(tool, monitoring.events.CALL)
