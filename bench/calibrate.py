@@ -71,7 +71,7 @@ def repeating(pkg: str) -> set[tuple[str, int]]:
 
 
 def labelled(pkg: str, src_root: Path, synclint: str, lint_cache: Path | None,
-             label: str = "repeats") -> tuple[list[dict], set]:
+             label: str = "any") -> tuple[list[dict], set]:
     """(findings on executed lines at every confidence, each with `synced`; the package's synced sites).
     `label`: "repeats" counts a site as synced when it synced more than once in a scenario (what a user
     acts on: a wait on a path that repeats), "any" when it synced at all.
@@ -187,14 +187,16 @@ def write_table(rows: dict[tuple[str, ...], list[int]], medium_at: float, packag
 
 
 def print_table(rows: dict[tuple[str, ...], list[int]], decided: dict[tuple[str, ...], list[int]],
-                medium_at: float) -> None:
-    """Every kind with enough examples: its counts, precision, the findings it decides, and its verdict."""
+                medium_at: float, beside: tuple[str, dict[tuple[str, ...], list[int]]]) -> None:
+    """Every kind with enough examples: its counts, precision, the findings it decides, and its verdict;
+    `beside`: the same kinds counted with the other label (its name, its rows), shown and not used."""
     from synclint import policy
 
     print(f"default view: kinds at {medium_at:.2f} precision or better (high: {policy.HIGH_AT:.2f} with "
           f"{policy.ENOUGH_FOR_HIGH} examples); a kind needs {policy.ENOUGH} examples to decide\n")
-    print("| kind (rule, certainty, basis, runs) | examples | synced | precision | decides (of them synced) | verdict |")
-    print("|---|---:|---:|---:|---:|---|")
+    print(f"| kind (rule, certainty, basis, runs) | examples | synced | precision | decides (of them synced) | verdict "
+          f"| synced ({beside[0]}) |")
+    print("|---|---:|---:|---:|---:|---|---:|")
     for kind in sorted(rows, key=lambda k: (k[0] == "*", k)):
         n, k = rows[kind]
         if n < policy.ENOUGH:
@@ -206,7 +208,8 @@ def print_table(rows: dict[tuple[str, ...], list[int]], decided: dict[tuple[str,
         else:
             verdict = "low"
         dn, dk = decided.get(kind, (0, 0))
-        print(f"| {' '.join(kind)} | {n} | {k} | {k / n:.2f} | {dn} ({dk}) | {verdict} |")
+        other = beside[1].get(kind, (0, 0))[1]
+        print(f"| {' '.join(kind)} | {n} | {k} | {k / n:.2f} | {dn} ({dk}) | {verdict} | {other} ({other / n:.2f}) |")
     few = sum(1 for n, _ in rows.values() if n < policy.ENOUGH)
     print(f"\n{few} kinds have fewer than {policy.ENOUGH} examples: they back off to a coarser kind, and a finding"
           " with no kind of enough examples stays low.")
@@ -244,9 +247,10 @@ def main(argv=None) -> int:
                     help="keep synclint's findings per package here and reuse them (same synclint, same sources)")
     ap.add_argument("--score", nargs="*", metavar="PKG",
                     help="score the policy in force on these packages (none: the test packages)")
-    ap.add_argument("--label", choices=("repeats", "any"), default="repeats",
-                    help="a finding is labelled synced when its line synced more than once in a scenario "
-                         "(repeats, the default: a wait on a path that repeats) or at all (any)")
+    ap.add_argument("--label", choices=("any", "repeats"), default="any",
+                    help="a finding is labelled synced when its line synced at all (any, the default: what "
+                         "decides the table) or more than once in a scenario (repeats: a wait on a path that "
+                         "repeats); the table printed shows both")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     if args.score is not None:
@@ -262,7 +266,10 @@ def main(argv=None) -> int:
     medium_at = operating_point(decided, TARGET)
     if args.write:
         write_table(rows, medium_at, CALIBRATION)
-    print_table(rows, decided, medium_at)
+    other = "repeats" if args.label == "any" else "any"
+    beside = count_rows([f for pkg in CALIBRATION for f in labelled(pkg, args.src_root, args.synclint, args.lint_cache,
+                                                                    other)[0]])
+    print_table(rows, decided, medium_at, (other, beside))
     return 0
 
 

@@ -33,9 +33,9 @@ from synclint.policy_table import MEDIUM_AT, ROWS
 HIGH_AT = 0.95
 # Examples a kind needs before its precision decides: with 12, a precision of 0.5 is known to within
 # about +-0.28 (95%), too loose to tell a kind worth showing from one that is not, and a row of a dozen
-# examples once hid a seed pattern (issue 43); with 30, to within about +-0.18. A kind with fewer backs
+# examples once hid a seed pattern (issue 43); with 20, to within about +-0.22. A kind with fewer backs
 # off to a coarser one.
-ENOUGH = 30
+ENOUGH = 20
 ENOUGH_FOR_HIGH = 30
 UNCALIBRATED = "SYNCLINT_UNCALIBRATED"
 

@@ -86,7 +86,7 @@ def test_a_kind_measured_at_the_calibrated_precision_with_enough_examples_is_sho
 
 
 def test_high_needs_95_percent_and_more_examples(table):
-    table[("SYNC107", "medium", "other", "repeats")] = (30, 28)  # 0.93
+    table[("SYNC107", "medium", "other", "repeats")] = (25, 25)  # enough to decide, too few for high
     assert policy.confidence("SYNC107", _evidence()) is Confidence.MEDIUM
     table[("SYNC107", "medium", "other", "repeats")] = (40, 39)
     assert policy.confidence("SYNC107", _evidence()) is Confidence.HIGH
@@ -110,6 +110,7 @@ def test_a_kind_with_too_few_examples_backs_off_to_the_next_and_stays_low_withou
 def test_a_dozen_examples_do_not_decide_a_kind(table):
     # Issue 43: 12 examples (2 synced) of `SYNC101 medium code` hid the README's seed pattern, the
     # clamp of vLLM PR #42347. A dozen cannot tell 0.17 from 0.5: the coarser kind decides.
+    assert policy.ENOUGH > 12
     code = _evidence(runs="code", basis=Basis.ANNOTATION)
     table[("SYNC101", "medium", "code")] = (12, 2)
     table[("SYNC101", "medium")] = (42, 38)
