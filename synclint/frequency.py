@@ -18,6 +18,7 @@ import libcst as cst
 
 from synclint.devices.lattice import Where
 from synclint.devices.conventions import EPOCH_FUNCTIONS, INIT_FUNCTIONS, PERIODIC_GUARD, WEIGHT_LOADER
+from synclint.traversal import walk
 from synclint.syntax import Scope, code_text, dotted_name, interval_of, local_assignments
 
 # Why code in these blocks runs once (`Site.once`).
@@ -137,14 +138,14 @@ def loop_runs_model(loop: cst.CSTNode, is_module: Callable[[cst.BaseExpression],
 def calls_in(node: cst.CSTNode) -> list[cst.Call]:
     """The calls in `node`, not in the functions, classes and lambdas it defines."""
     found: list[cst.Call] = []
-    stack = [node]
-    while stack:
-        part = stack.pop()
-        if isinstance(part, cst.Call):
-            found.append(part)
-        if part is not node and isinstance(part, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(part.children)
+
+    class Calls(cst.CSTVisitor):
+        def on_visit(self, part: cst.CSTNode) -> bool:
+            if isinstance(part, cst.Call):
+                found.append(part)
+            return part is node or not isinstance(part, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+
+    walk(node, Calls())
     return found
 
 

@@ -23,6 +23,7 @@ Python rather than idioms of one project:
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections import Counter
 
@@ -31,6 +32,7 @@ import libcst as cst
 from synclint.frequency import is_cached, runs_model_call
 from synclint.project.facts import ModuleSummary, ProjectFile
 
+_BUILTINS = frozenset(dir(builtins))
 # Keywords that hand a callable to data loading, which runs it on the host (in DataLoader workers).
 HOST_CALLBACK_KEYWORDS = frozenset({"collate_fn", "worker_init_fn", "transform", "transforms", "target_transform",
                                     "pre_transform", "preprocess_fn", "preprocess"})
@@ -82,6 +84,9 @@ class GraphRecorder:
         """Whether the call is a step of training or inference: by what it calls, or a call of a module
         (`model(x)`, `self.net(x)`) as the device model knows modules (not asked of project functions)."""
         verdict = runs_model_call(node)
+        func = node.func
+        if verdict is None and isinstance(func, cst.Name) and (func.value in _BUILTINS or self.symbols.qualname(func)):
+            return False  # a builtin or an imported function, not a module kept in a variable
         if verdict is None and callee is None:
             scope = self.ctx.scopes[-1]
             stmt = self.ctx.statements[-1] if self.ctx.statements else None
