@@ -15,6 +15,8 @@ PACKAGE = {
         import torch
         from torch import nn
 
+        from pkg.registry import BACKENDS
+
 
         class Block(nn.Module):
             def forward(self, x):
@@ -42,10 +44,25 @@ PACKAGE = {
             return x
 
 
+        @BACKENDS.register("fast")
+        def _registered(x):
+            if x.isinf().any():
+                return None
+            return x
+
+
         def _named_elsewhere(x):
             if x.isinf().any():
                 return None
             return x
+    ''',
+    "pkg/registry.py": '''
+        class Registry:
+            def register(self, name):
+                return lambda f: f
+
+
+        BACKENDS = Registry()
     ''',
     "pkg/plain.py": '''
         from pkg.layers import _named_elsewhere
@@ -150,7 +167,7 @@ def solved(tmp_path) -> dict[tuple[str, int], tuple[str, str]]:
 
 
 def test_a_helper_a_modules_forward_reaches_through_a_method_runs_every_step(tmp_path):
-    context, because = solved(tmp_path)[("pkg/layers.py", 14)]
+    context, because = solved(tmp_path)[("pkg/layers.py", 16)]
     assert context == "step"
     assert because.endswith("every step: Block.forward() -> Block._norm() -> _mask()")
 
@@ -180,10 +197,12 @@ def test_a_loop_that_runs_no_model_repeats_only_as_often_as_its_function(tmp_pat
 
 def test_what_only_tests_call_is_test_code_and_what_nothing_calls_never_runs(tmp_path):
     found = solved(tmp_path)
-    assert found[("pkg/layers.py", 20)][0] == "test"
-    assert found[("pkg/layers.py", 20)][1].endswith("only in tests: test_reference() -> _reference()")
-    assert found[("pkg/layers.py", 26)][0] == "never"
-    assert found[("pkg/layers.py", 26)][1].endswith("never: nothing in the project calls it: _dead()")
+    assert found[("pkg/layers.py", 22)][0] == "test"
+    assert found[("pkg/layers.py", 22)][1].endswith("only in tests: test_reference() -> _reference()")
+    assert found[("pkg/layers.py", 28)][0] == "never"
+    assert found[("pkg/layers.py", 28)][1].endswith("never: nothing in the project calls it: _dead()")
     # A file that never mentions torch is not parsed, so its call is not in the graph; but it names the
     # helper, which may run: as often as the project's users call it, not never.
-    assert found[("pkg/layers.py", 32)][0] == "code"
+    assert found[("pkg/layers.py", 41)][0] == "code"
+    # A decorator that is no plain wrapper may hand the function to a registry, which calls it.
+    assert found[("pkg/layers.py", 35)][0] == "code"

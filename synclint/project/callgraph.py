@@ -29,7 +29,7 @@ from collections import Counter
 
 import libcst as cst
 
-from synclint.frequency import is_cached, runs_model_call
+from synclint.frequency import is_cached, is_registered, runs_model_call
 from synclint.project.facts import ModuleSummary, ProjectFile
 
 _BUILTINS = frozenset(dir(builtins))
@@ -152,7 +152,8 @@ class GraphRecorder:
                 "model_loop_calls": tuple(sorted(self.model_loop_calls.get(qual, ()))),
                 "plain_loop_calls": tuple(sorted(self.plain_loop_calls.get(qual, ()))),
                 "runs_model": qual in self.runs_model,
-                "cached": is_cached(func)}
+                "cached": is_cached(func),
+                "registered": is_registered(func)}
 
     def add_module_facts(self, summary: ModuleSummary, text: str) -> None:
         summary.top_calls = tuple(sorted(self.top_calls))

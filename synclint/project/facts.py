@@ -92,6 +92,7 @@ class FunctionSummary:
     plain_loop_calls: tuple[str, ...] = ()  # what it calls in its other loops
     runs_model: bool = False  # its body runs a step of training or inference (`frequency.runs_model_call`)
     cached: bool = False  # `@lru_cache` and the like: its body runs once per distinct argument
+    registered: bool = False  # a decorator may hand it to a registry that calls it (`frequency.is_registered`)
 
 
 @pickled_by_fields

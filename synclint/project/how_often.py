@@ -14,7 +14,8 @@ Roots are facts of PyTorch and Python:
 * only in tests: test functions and test files;
 * entry points of unknown frequency: public functions and methods nothing in the project calls (a
   library's users call them), and private ones the project names somewhere the graph cannot follow;
-* never runs: private functions nothing calls and no text of the project names.
+* never runs: private functions nothing calls, no text of the project names and no decorator hands to
+  a registry.
 
 A function takes the most frequent kind of any root that reaches it (repeats first, then unknown,
 host, once, tests, never), through the calls its summary lists (`calls`, `dispatch`), each reaching the
@@ -135,7 +136,7 @@ def solve(functions: dict[str, FunctionSummary], classes: dict[str, ClassSummary
             root(Runs.REPEATS, qual, "every step")
         elif qual not in called:
             private = name.startswith("_") and not name.startswith("__")
-            if private and name not in used_names:
+            if private and name not in used_names and not func.registered:
                 root(Runs.NEVER, qual, "never: nothing in the project calls it")
             else:
                 root(Runs.UNKNOWN, qual, "as often as the project's users call it")
