@@ -1042,3 +1042,41 @@ def test_a_script_outside_any_package_gives_the_same_findings_by_path_and_on_sta
                       stdin=SCRIPT)
     shape = [(f["code"], f["location"]["row"], f["context"], f["confidence"]) for f in by_path]
     assert [(f["code"], f["location"]["row"], f["context"], f["confidence"]) for f in json.loads(unnamed.stdout)] == shape
+
+
+def test_a_device_a_base_class_keeps_from_a_parameter_that_defaults_to_the_cpu_is_no_gpu(tmp_path):
+    # A metric's base class keeps `self._device` from `device=torch.device("cpu")`, which no call in
+    # its file sets; a subclass in another file makes its state there: the CPU unless a user asks,
+    # not a GPU by the attribute's name. A device parameter with no default is still a guess of the GPU.
+    make_package(tmp_path, {
+        "base.py": """
+            import torch
+
+
+            class Metric:
+                def __init__(self, device=torch.device("cpu")):
+                    self._device = torch.device(device)
+
+
+            class Meter:
+                def __init__(self, device):
+                    self._device = torch.device(device)
+        """,
+        "accuracy.py": """
+            import torch
+
+            from app.base import Meter, Metric
+
+
+            class Accuracy(Metric):
+                def reset(self):
+                    self._correct = torch.tensor([0, 0], device=self._device)
+
+
+            class Counter(Meter):
+                def reset(self):
+                    self._seen = torch.tensor([0, 0], device=self._device)
+        """,
+    })
+    _, findings = run_json("check", "--no-cache", "--min-confidence", "low", ".", cwd=tmp_path)
+    assert [(f["filename"], f["location"]["row"]) for f in by_code(findings, "SYNC103")] == [("app/accuracy.py", 13)]

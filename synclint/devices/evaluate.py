@@ -21,7 +21,7 @@ from synclint.devices.conventions import (
     classify_buffer_field,
     is_settings_namespace,
 )
-from synclint.devices.placement import Placement, spec_basis
+from synclint.devices.placement import CPU_BY_DEFAULT, Placement, spec_basis
 from synclint.devices.lattice import (
     HOST,
     MODULE_OUTPUT,
@@ -188,6 +188,8 @@ class Evaluator(Placement):
             # (a parameter named `batch` is as often a host-side batch object)
             return Where(Place.HOST, Certainty.HIGH, element=self.model_tensor(f"{name} is a batch of a data loader"))
         used = self._used_as_tensor(name)
+        if used is None and (cpu := self.cpu_by_default(name)) is not None:
+            return replace(HOST, spec=cpu)  # `self._device = device`, where `device="cpu"` by default
         return _as_a_loss(name, used) if used is not None else UNKNOWN
 
     def _used_as_tensor(self, name: str) -> Where | None:
@@ -456,7 +458,8 @@ class Evaluator(Placement):
             # `torch.device("cuda")`, `torch.device("cuda", rank)`, `torch.device(type="cpu")`: a device spec
             kind = keyword_arg(call, "type") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
             spec = self.device_of(kind) if kind is not None else None
-            return replace(HOST, spec=spec) if spec is not None and spec.place is not Place.UNKNOWN else HOST
+            return replace(HOST, spec=spec) if spec is not None and (
+                spec.place is not Place.UNKNOWN or spec is CPU_BY_DEFAULT) else HOST
         if qual.startswith("torch.") and (short in HOST_RESULT_FUNCTIONS or short.startswith(("is_", "has_"))):
             return HOST
         if qual.startswith("torch.") and qual.count(".") == 1 and short in TORCH_FACTORIES:

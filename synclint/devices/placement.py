@@ -74,6 +74,20 @@ class Placement:
             return placed
         return None
 
+    def cpu_by_default(self, name: str) -> Where | None:
+        """For a parameter `name` of the function whose default is the CPU (`device="cpu"`,
+        `device=torch.device("cpu")`) and that no call in this file sets: a spec of unknown place that
+        says so (`CPU_BY_DEFAULT`), which an attribute it is stored in keeps (`self._device = device`,
+        `torch.device(device)`), in this class and, through the project's facts, in its subclasses."""
+        if not isinstance(self.scope, cst.FunctionDef):
+            return None
+        param = parameter(self.scope, name)
+        default = param.default if param is not None else None
+        if (isinstance(default, (cst.SimpleString, cst.Call)) and self.device_of(default).on_host
+                and not self.model.passed_here(self.scope, name)):
+            return CPU_BY_DEFAULT
+        return None
+
     def device_of(self, arg: cst.BaseExpression) -> Where:
         """What a `device=` argument (or the first argument of `.to`) means."""
         if isinstance(arg, cst.SimpleString):
@@ -133,9 +147,8 @@ class Placement:
                     return host_tensor(f"{arg.value} = {code_text(values[0])}")
             param = parameter(self.scope, arg.value)
             default = param.default if param is not None else None
-            if (isinstance(default, (cst.SimpleString, cst.Call)) and self.device_of(default).on_host
-                    and not self.model.passed_here(self.scope, arg.value)):
-                return UNKNOWN  # `device: str = "cpu"` that no call in this file sets: the CPU unless a caller asks
+            if (cpu := self.cpu_by_default(arg.value)) is not None:
+                return cpu  # `device: str = "cpu"` that no call in this file sets: the CPU unless a caller asks
             if (isinstance(default, cst.Name) and default.value == "None" and not values and not self.model.host_code
                     and not self.model.passed_here(self.scope, arg.value)):
                 # `device=None` that no call in this file sets: the GPU where a caller passes one, the
@@ -145,6 +158,9 @@ class Placement:
             return device(text)
         return UNKNOWN
 
+
+# A device that is the CPU unless a caller asks for another: not the GPU, and not surely the host.
+CPU_BY_DEFAULT = Where(Place.UNKNOWN, Certainty.LOW, "a device parameter that defaults to the CPU")
 
 # The device types torch parses (`torch.device("cuda:0")`); a string of one of them, with or without
 # an index, is a device spec.

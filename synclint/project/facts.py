@@ -102,7 +102,7 @@ class ClassSummary:
     path: str
     row: int
     bases: tuple[str, ...]  # qualified names
-    attrs: dict[str, Where] = field(default_factory=dict)  # self.x: device or host tensors
+    attrs: dict[str, Where] = field(default_factory=dict)  # self.x: device or host tensors, and device specs
     fields: frozenset[str] = frozenset()  # attributes stored as plain data (not properties)
 
 

@@ -391,7 +391,7 @@ class ProjectIndex:
             if base in summary.classes:
                 continue
             # Only the attributes the file names: no other can change what it finds.
-            attrs = {k: v for k, v in self.class_attrs(base).items() if v.is_tensor and k in needs.attributes}
+            attrs = {k: v for k, v in self.class_attrs(base).items() if (v.is_tensor or v.spec) and k in needs.attributes}
             if attrs:
                 class_attrs[base] = attrs
             for name in self.ancestors(base):

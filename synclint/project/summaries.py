@@ -194,7 +194,8 @@ def summarize(ctx, recorder: CallRecorder, text: str, relpath: str, positions) -
     for cls in devices.symbols.classes.values():
         qual = devices.symbols.qualify_local(cls.name.value)
         bases = tuple(b for b in (devices.symbols.class_qualname(base.value) for base in cls.bases) if b)
-        attrs = {name: where for name, where in devices.class_attrs(cls).items() if where.is_tensor}
+        # Tensors it keeps in `self`, and devices (a subclass elsewhere makes tensors on `self._device`).
+        attrs = {name: where for name, where in devices.class_attrs(cls).items() if where.is_tensor or where.spec}
         summary.classes[qual] = ClassSummary(qual, relpath, 0, bases, attrs, _fields(ctx, cls))
     _fill_rows(ctx, summary, text)
     own = summary.functions.keys() | summary.classes.keys()
