@@ -1046,8 +1046,9 @@ def test_a_script_outside_any_package_gives_the_same_findings_by_path_and_on_sta
 
 def test_a_device_a_base_class_keeps_from_a_parameter_that_defaults_to_the_cpu_is_no_gpu(tmp_path):
     # A metric's base class keeps `self._device` from `device=torch.device("cpu")`, which no call in
-    # its file sets; a subclass in another file makes its state there: the CPU unless a user asks,
-    # not a GPU by the attribute's name. A device parameter with no default is still a guess of the GPU.
+    # its file sets; a subclass in another file makes its state there: the CPU, as the code runs unless
+    # a user asks, not a GPU by the attribute's name. A device parameter with no default is still a
+    # guess of the GPU.
     make_package(tmp_path, {
         "base.py": """
             import torch
@@ -1072,6 +1073,9 @@ def test_a_device_a_base_class_keeps_from_a_parameter_that_defaults_to_the_cpu_i
                 def reset(self):
                     self._correct = torch.tensor([0, 0], device=self._device)
 
+                def update(self, logits):
+                    self._correct += logits.cuda().argmax(-1).to(self._device)
+
 
             class Counter(Meter):
                 def reset(self):
@@ -1079,4 +1083,9 @@ def test_a_device_a_base_class_keeps_from_a_parameter_that_defaults_to_the_cpu_i
         """,
     })
     _, findings = run_json("check", "--no-cache", "--min-confidence", "low", ".", cwd=tmp_path)
-    assert [(f["filename"], f["location"]["row"]) for f in by_code(findings, "SYNC103")] == [("app/accuracy.py", 13)]
+    assert [(f["filename"], f["location"]["row"]) for f in by_code(findings, "SYNC103")] == [("app/accuracy.py", 16)]
+    # And a GPU value moved there is a copy to the host, which waits, as a user who keeps the default runs it.
+    (copy,) = by_code(findings, "SYNC107")
+    assert copy["location"]["row"] == 11
+    assert copy["message"].startswith("`logits.cuda().argmax(-1).to(self._device)` copies the values to `self._device`, "
+                                      "which is the CPU here: a blocking device-to-host copy")

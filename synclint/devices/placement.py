@@ -159,8 +159,8 @@ class Placement:
         return UNKNOWN
 
 
-# A device that is the CPU unless a caller asks for another: not the GPU, and not surely the host.
-CPU_BY_DEFAULT = Where(Place.UNKNOWN, Certainty.LOW, "a device parameter that defaults to the CPU")
+# A device that is the CPU unless a caller asks for another: the host, as the code is run by default.
+CPU_BY_DEFAULT = host_tensor("a device parameter that defaults to the CPU")
 
 # The device types torch parses (`torch.device("cuda:0")`); a string of one of them, with or without
 # an index, is a device spec.
