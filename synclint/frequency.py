@@ -149,35 +149,38 @@ def calls_in(node: cst.CSTNode) -> list[cst.Call]:
     return found
 
 
+# Decorators that keep a function's results: its body runs once per distinct argument.
+_CACHING = frozenset({"lru_cache", "cache", "cached_property", "cached", "memoize"})
 # Decorators that wrap a function without handing it to anyone: a function with any other decorator
 # (`@registry.register("name")`, `@app.route(...)`, `@hook`) may be called through what it was given to.
-_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "setter", "getter", "deleter", "wraps",
-                               "no_grad", "inference_mode", "enable_grad", "compile", "script", "ignore", "unused",
-                               "lru_cache", "cache", "cached_property", "cached", "memoize", "overload", "override",
-                               "abstractmethod", "final", "deprecated", "contextmanager", "asynccontextmanager",
-                               "dataclass", "jit", "autocast", "custom_fwd", "custom_bwd", "once_differentiable",
-                               "wrap", "disable"})
+_PLAIN_DECORATORS = _CACHING | frozenset({
+    "staticmethod", "classmethod", "property", "setter", "getter", "deleter", "wraps", "no_grad", "inference_mode",
+    "enable_grad", "compile", "script", "ignore", "unused", "overload", "override", "abstractmethod", "final",
+    "deprecated", "contextmanager", "asynccontextmanager", "dataclass", "jit", "autocast", "custom_fwd",
+    "custom_bwd", "once_differentiable", "wrap", "disable"})
+
+
+def _decorator_names(func: cst.FunctionDef) -> list[str | None]:
+    """The last name of each decorator (`functools.lru_cache(maxsize=8)`: `lru_cache`; None where it is
+    no dotted name, such as `@hooks[0]`)."""
+    names: list[str | None] = []
+    for decorator in func.decorators:
+        expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        name = dotted_name(expr)
+        names.append(name.rpartition(".")[2] if name is not None else None)
+    return names
 
 
 def is_registered(func: cst.FunctionDef) -> bool:
     """Whether a decorator may hand the function to a registry or a framework, which calls it where no
     call in the text shows (`@AttentionBackendRegistry.register(...)`, `@app.get("/")`)."""
-    for decorator in func.decorators:
-        expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
-        if (dotted_name(expr) or "?").rpartition(".")[2] not in _PLAIN_DECORATORS:
-            return True
-    return False
+    return any(name not in _PLAIN_DECORATORS for name in _decorator_names(func))
 
 
 def is_cached(func: cst.FunctionDef) -> bool:
     """Whether a decorator keeps the function's results (`functools.lru_cache`, `cache`,
     `cached_property`): its body runs once per distinct argument, not once per call."""
-    for decorator in func.decorators:
-        expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
-        name = (dotted_name(expr) or "").rpartition(".")[2]
-        if name in ("lru_cache", "cache", "cached_property", "cached", "memoize"):
-            return True
-    return False
+    return any(name in _CACHING for name in _decorator_names(func))
 
 
 class Loops:

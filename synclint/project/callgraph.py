@@ -130,15 +130,16 @@ class GraphRecorder:
         hook = isinstance(node.func, cst.Attribute) and bool(_HOOK_REGISTRATION.match(node.func.attr.value))
         for arg in node.args:
             value = arg.value
+            to_data_loading = arg.keyword is not None and arg.keyword.value in HOST_CALLBACK_KEYWORDS
             target = None
             if isinstance(value, (cst.Name, cst.Attribute)):
                 target = self.symbols.callee_qualname(value, scope)
-            elif arg.keyword is not None and arg.keyword.value in HOST_CALLBACK_KEYWORDS:
+            elif to_data_loading:
                 made = self.symbols.constructed_class(value)  # `transform=Normalize(...)`: its __call__
                 target = f"{made}.__call__" if made is not None else None
             if target is None:
                 continue
-            if arg.keyword is not None and arg.keyword.value in HOST_CALLBACK_KEYWORDS:
+            if to_data_loading:
                 self.host_callbacks.add(target)
             elif hook:
                 self.hook_callbacks.add(target)

@@ -4,7 +4,7 @@ Roots are facts of PyTorch and Python:
 
 * repeats: a module's `forward` and the methods named as per-step ones (`conventions.STEP_FUNCTIONS`:
   trainer step hooks, `step`, `sample`, ...), hooks registered on modules, and whatever a loop that runs
-  a model calls (a training, generation or decode loop: `FileContext.loop_kind`, or a loop whose
+  a model calls (a training, generation or decode loop: `frequency.Loops.kind`, or a loop whose
   callees run one);
 * runs on the host: the item and iteration methods of datasets and samplers, collate functions, and
   the callables handed to data loading (`collate_fn=`, `transform=`): DataLoader workers run them;
@@ -56,9 +56,10 @@ class Frequency:
     root: str  # why the root runs as it does, in words
     loops_run_model: bool = False  # one of its loops calls a function that runs a model
 
-    def describe(self) -> str:
-        """`every step: forward -> _attn -> _mask` (the root's reason, then the path)."""
-        return f"{self.root}: " + " -> ".join(f"{short_name(q)}()" for q in self.path)
+    def describe(self, root: str | None = None) -> str:
+        """`every step: Block.forward() -> Block._norm() -> _mask()`: the root's reason (or `root`, said
+        otherwise), then the path."""
+        return f"{root or self.root}: " + " -> ".join(f"{short_name(q)}()" for q in self.path)
 
 
 # Entry points that run once per process, by name (beyond `INIT_FUNCTIONS`).
@@ -99,6 +100,8 @@ def solve(functions: dict[str, FunctionSummary], classes: dict[str, ClassSummary
     drives = _drives_model(functions, edges)
 
     roots: dict[Runs, dict[str, tuple[str, str | None]]] = {kind: {} for kind in Runs}  # target -> (why, caller)
+    # What runs once whatever calls it (a kept result, set-up by its name) is no path to a step.
+    barriers: set[str] = set()
 
     def root(kind: Runs, target: str, why: str, caller: str | None = None) -> None:
         roots[kind].setdefault(target, (why, caller))
@@ -126,10 +129,11 @@ def solve(functions: dict[str, FunctionSummary], classes: dict[str, ClassSummary
                 root(Runs.REPEATS, target, "every step, in a loop that runs a model", qual)
         if is_test_path(func.path) or name.startswith("test"):
             root(Runs.TESTS, qual, "only in tests")
-        elif func.cached:
-            root(Runs.ONCE, qual, "once per distinct argument, as its decorator keeps the result")
-        elif named_to_run_once([name]) or any(fnmatch.fnmatchcase(name, p) for p in _ENTRY_POINTS):
-            root(Runs.ONCE, qual, "once, in set-up code")
+        elif func.cached or named_to_run_once([name]) or any(fnmatch.fnmatchcase(name, p) for p in _ENTRY_POINTS):
+            if qual not in roots[Runs.ONCE]:  # (a module's top level that calls it says so first)
+                barriers.add(qual)
+            root(Runs.ONCE, qual, "once per distinct argument, as its decorator keeps the result" if func.cached
+                 else "once, in set-up code")
         elif _is_data_method(qual, name, ancestors):
             root(Runs.HOST, qual, "on the host, in data loading")
         elif names_a_step(name):
@@ -141,9 +145,6 @@ def solve(functions: dict[str, FunctionSummary], classes: dict[str, ClassSummary
             else:
                 root(Runs.UNKNOWN, qual, "as often as the project's users call it")
 
-    # What runs once whatever calls it (a kept result, set-up by its name) is no path to a step.
-    barriers = {qual for qual, (why, caller) in roots[Runs.ONCE].items() if caller is None and qual in functions
-                and not why.endswith("of a module")}
     solved = _propagate(roots, edges, once_edges, barriers, loops_run_model, functions)
     # The functions called in the plain loops of code that may repeat (not once, on the host, in tests
     # or never) run as often as those loops: solved again with them as roots, until they settle.

@@ -236,7 +236,7 @@ def _how_often(index: ProjectIndex, finding: Finding) -> Finding:
         return policy.resolve(finding, evidence.with_fact(why, runs="init"))
     if solved.runs is Runs.HOST:
         if evidence.value is Certainty.HIGH:  # the code itself puts it on the GPU: every batch
-            why = why.replace("on the host, in data loading", "every batch, in data loading", 1)
+            why = solved.describe("every batch, in data loading")
             return policy.resolve(finding, evidence.with_fact(why, runs="step")) if finding.context == "code" else finding
         return policy.resolve(finding, evidence.with_fact(why, runs="host", reach=Reach.HOST_SIDE))
     if solved.runs is Runs.TESTS:
