@@ -57,7 +57,7 @@ from synclint.frequency import (
     named_to_run_once,
     periodic_guard,
 )
-from synclint.syntax import Scope, dotted_name, is_dataclass, is_property, memoizes, self_attribute_assignments, statements
+from synclint.syntax import Scope, dotted_name, is_dataclass, memoizes, statements
 from synclint.traversal import TRIVIA_NAMES, walk
 
 PARSE_ERROR = ("SYNC000", "parse-error")
@@ -112,7 +112,6 @@ class FileContext:
         self.in_test_file = is_test_path(relpath)
         self.other_accelerator = other_accelerator(relpath) or required_accelerator(module)
         self._private_callers: dict[int, list] | None = None  # id(private function) -> its call sites
-        self._attribute_assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._accelerators: dict[int, str | None] = {}  # id(function) -> see `accelerator`
         self._steps: dict[int, bool] = {}  # id(function) -> whether its name is a per-step method's
         self._set_up: dict[int, bool] = {}  # id(innermost scope) -> whether it is set-up code by a name
@@ -145,10 +144,7 @@ class FileContext:
 
     def attribute_assignments(self, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
         """`syntax.self_attribute_assignments(cls)`, found once per file. Shared: do not change it."""
-        found = self._attribute_assignments.get(id(cls))
-        if found is None:
-            found = self._attribute_assignments[id(cls)] = self_attribute_assignments(cls)
-        return found
+        return self.devices.symbols.attribute_values(cls)
 
     def where(self, expr: cst.BaseExpression) -> Where:
         stmt = self.statements[-1] if self.statements else None

@@ -9,7 +9,6 @@ keeps what it computes). The engine tracks the blocks around each node; these fu
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable
 from typing import cast
@@ -17,7 +16,7 @@ from typing import cast
 import libcst as cst
 
 from synclint.devices.lattice import Where
-from synclint.devices.conventions import EPOCH_FUNCTIONS, INIT_FUNCTIONS, PERIODIC_GUARD, WEIGHT_LOADER
+from synclint.devices.conventions import EPOCH_FUNCTIONS, INIT_FUNCTIONS, PERIODIC_GUARD, WEIGHT_LOADER, name_matches
 from synclint.traversal import walk
 from synclint.syntax import Scope, code_text, dotted_name, interval_of, local_assignments
 
@@ -28,14 +27,13 @@ EXCEPT_BLOCK = "in an `except` block, which runs only when an error is caught"
 
 def named_to_run_once(function_names: list[str]) -> bool:
     """Whether one of the functions around the code is set-up, loading, checkpointing or teardown by its name."""
-    return any(fnmatch.fnmatchcase(name, pattern) for name in function_names for pattern in INIT_FUNCTIONS) or any(
+    return any(name_matches(name, INIT_FUNCTIONS) for name in function_names) or any(
         WEIGHT_LOADER.search(name) for name in function_names)
 
 
 def in_epoch_function(scope: Scope) -> bool:
     """Whether `scope` is a per-epoch hook by its name (`on_train_epoch_end`)."""
-    return isinstance(scope, cst.FunctionDef) and any(
-        fnmatch.fnmatchcase(scope.name.value, pattern) for pattern in EPOCH_FUNCTIONS)
+    return isinstance(scope, cst.FunctionDef) and name_matches(scope.name.value, EPOCH_FUNCTIONS)
 
 
 def periodic_guard(test: cst.BaseExpression, scope: Scope) -> cst.BaseExpression | None:
@@ -114,11 +112,11 @@ def runs_model_call(call: cst.Call) -> bool | None:
         if name == "step":
             receiver = dotted_name(func.value) or ""
             return bool(_STEPPING.search(receiver.rpartition(".")[2])) or receiver in ("self", "")
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in _STEP_CALLS):
+        if name_matches(name, _STEP_CALLS):
             return True
         return None if isinstance(func.value, cst.Name) and func.value.value == "self" else False
     if isinstance(func, cst.Name):
-        if any(fnmatch.fnmatchcase(func.value, pattern) for pattern in _STEP_CALLS):
+        if name_matches(func.value, _STEP_CALLS):
             return True
         return None
     return False
@@ -126,27 +124,32 @@ def runs_model_call(call: cst.Call) -> bool | None:
 
 def loop_runs_model(loop: cst.CSTNode, is_module: Callable[[cst.BaseExpression], bool]) -> bool:
     """Whether a loop's body (a comprehension: all of it) runs a step of training or inference
-    (`runs_model_call`), a call of a module among them (`model(x)`, `self.net(x)`: `is_module` of the callee)."""
+    (`runs_model_call`), a call of a module among them (`model(x)`, `self.net(x)`: `is_module` of the callee).
+    The calls are looked at in source order, not those of the functions, classes and lambdas it defines,
+    and the walk ends at the first that runs a model."""
     body = loop.body if isinstance(loop, (cst.For, cst.While)) else loop
-    for call in calls_in(body):
-        verdict = runs_model_call(call)
-        if verdict if verdict is not None else is_module(call.func):
-            return True
-    return False
+    finder = _ModelCall(body, is_module)
+    walk(body, finder)
+    return finder.found
 
 
-def calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    """The calls in `node`, not in the functions, classes and lambdas it defines."""
-    found: list[cst.Call] = []
+class _ModelCall(cst.CSTVisitor):
+    """The walk of `loop_runs_model`."""
 
-    class Calls(cst.CSTVisitor):
-        def on_visit(self, part: cst.CSTNode) -> bool:
-            if isinstance(part, cst.Call):
-                found.append(part)
-            return part is node or not isinstance(part, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+    def __init__(self, root: cst.CSTNode, is_module: Callable[[cst.BaseExpression], bool]) -> None:
+        self.root = root
+        self.is_module = is_module
+        self.found = False
 
-    walk(node, Calls())
-    return found
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.found:
+            return False
+        if isinstance(node, cst.Call):
+            verdict = runs_model_call(node)
+            if verdict if verdict is not None else self.is_module(node.func):
+                self.found = True
+                return False
+        return node is self.root or not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
 
 
 # Decorators that keep a function's results: its body runs once per distinct argument.

@@ -314,47 +314,54 @@ def unpacked(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 def bindings(root: cst.CSTNode, stop_at: tuple[type[cst.CSTNode], ...] = ()) -> list[Binding]:
     """Every binding in `root` (itself entered), in source order, not descending into the nodes
     of `stop_at` (nested scopes) other than `root`. An annotation without a value binds nothing."""
-    found: list[Binding] = []
+    collector = _Bindings(root, stop_at)
+    walk(root, collector)
+    return collector.found
 
-    def bind(target: cst.BaseExpression, value: cst.BaseExpression | None, kind: str) -> None:
+
+class _Bindings(cst.CSTVisitor):
+    """The walk of `bindings` (a class of its own: the walk keeps what it learns of a visitor class)."""
+
+    def __init__(self, root: cst.CSTNode, stop_at: tuple[type[cst.CSTNode], ...]) -> None:
+        self.root = root
+        self.stop_at = stop_at
+        self.found: list[Binding] = []
+
+    def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None, kind: str) -> None:
         singles = unpacked(target)
         if len(singles) == 1 and singles[0] is target:
-            found.append(Binding(target, value, kind))
+            self.found.append(Binding(target, value, kind))
         else:
-            found.extend(Binding(single, None, kind) for single in singles)
+            self.found.extend(Binding(single, None, kind) for single in singles)
 
-    class Collector(cst.CSTVisitor):
-        def enters(self, node: cst.CSTNode) -> bool:
-            return node is root or not isinstance(node, stop_at)
+    def enters(self, node: cst.CSTNode) -> bool:
+        return node is self.root or not isinstance(node, self.stop_at)
 
-        visit_FunctionDef = visit_ClassDef = visit_Lambda = enters
+    visit_FunctionDef = visit_ClassDef = visit_Lambda = enters
 
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                bind(target.target, node.value, ASSIGN)
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self.bind(target.target, node.value, ASSIGN)
 
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if node.value is not None:
-                bind(node.target, node.value, ANNOTATED)
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.bind(node.target, node.value, ANNOTATED)
 
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            bind(node.target, None, AUGMENTED)
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.bind(node.target, None, AUGMENTED)
 
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            bind(node.target, node.value, WALRUS)
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.bind(node.target, node.value, WALRUS)
 
-        def visit_For(self, node: cst.For) -> None:
-            bind(node.target, None, LOOP)
+    def visit_For(self, node: cst.For) -> None:
+        self.bind(node.target, None, LOOP)
 
-        def visit_CompFor(self, node: cst.CompFor) -> None:
-            bind(node.target, None, LOOP)
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.bind(node.target, None, LOOP)
 
-        def visit_WithItem(self, node: cst.WithItem) -> None:
-            if node.asname is not None:
-                bind(node.asname.name, None, WITH)
-
-    walk(root, Collector())
-    return found
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self.bind(node.asname.name, None, WITH)
 
 
 _NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)

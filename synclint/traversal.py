@@ -119,7 +119,12 @@ def walk(
     attribute_hooks: Mapping[type, tuple[str, ...]] | None = None,
 ) -> None:
     """Visit `node` and its descendants with `visitor`, as `node.visit(visitor)` would (read-only)."""
-    callbacks = _own_callbacks(visitor)
+    kind = type(visitor)
+    known = vars(kind).get("_synclint_walk_callbacks")  # kept on the visitor's class, as its methods are
+    if known is None:
+        known = _own_callbacks(visitor)
+        setattr(kind, "_synclint_walk_callbacks", known)
+    callbacks = known
     attribute_calls = (
         _overrides(visitor, "on_visit_attribute")
         or _overrides(visitor, "on_leave_attribute")
@@ -135,6 +140,30 @@ def walk(
         skip_trivia = not ({attr.split("_", 1)[1] for attr in callbacks} & TRIVIA_NAMES)
     hooks = attribute_hooks if attribute_hooks is not None else _NO_HOOKS
     _Walker(visitor, custom, skip_trivia, hooks, frozenset(callbacks)).run(node)
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's children that are not trivia (whitespace, commas, brackets), in libcst's order:
+    `node.children` without its trivia, and without its cost (libcst collects them by visiting)."""
+    order = _children_order(type(node))
+    if order is None:
+        return [child for child in node.children if type(child) not in TRIVIA]
+    found: list[cst.CSTNode] = []
+    is_node = _IS_NODE
+    for name, trivia in order:
+        if trivia:
+            continue
+        value = getattr(node, name)
+        kind = type(value)
+        if kind is tuple or kind is list:
+            found.extend(child for child in value if type(child) not in TRIVIA)
+        elif kind not in TRIVIA:
+            node_value = is_node.get(kind)
+            if node_value is None:
+                node_value = is_node[kind] = issubclass(kind, cst.CSTNode)
+            if node_value:
+                found.append(value)
+    return found
 
 
 def _unbound(kind: type, name: str):

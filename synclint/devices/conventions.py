@@ -81,6 +81,11 @@ def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns) or "(?!)")
 
 
+def name_matches(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether `name` matches one of the fnmatch `patterns` (case-sensitive), in one regular expression."""
+    return _any_of(patterns).match(name) is not None
+
+
 # What command-line flags and settings objects are called (`args = parser.parse_args()`,
 # `self.config`, `cfg`, `opt`, `hparams`): their fields are Python values, whatever their name
 # says (`args.gpu` is a GPU's number, not a `.gpu` buffer).
@@ -182,7 +187,7 @@ STEP_FUNCTIONS = ("forward", "__call__", "step", "*_step", "execute_model", "sam
 
 def names_a_step(name: str) -> bool:
     """Whether a function's name says it runs per step (`STEP_FUNCTIONS`)."""
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in STEP_FUNCTIONS)
+    return name_matches(name, STEP_FUNCTIONS)
 
 
 def is_test_path(relpath: str) -> bool:

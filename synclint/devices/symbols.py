@@ -46,7 +46,24 @@ class Symbols:
         self._holds: dict[int, bool] = {}  # id(class) -> whether it keeps layers or parameters in `self`
         self._private_calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] | None = None
         self._kept: dict[int, dict[str, tuple[frozenset[str], frozenset[str]]]] = {}  # id(class) -> `kept_objects`
+        self._attribute_values: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        self._buffers: dict[int, bool] = {}  # id(class) -> `registers_buffers`
         self._index(module.body, None, None)
+
+    def attribute_values(self, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+        """`syntax.self_attribute_assignments(cls)`, found once per file for the device model and every
+        rule that asks (each walks the whole class). Shared: read it, do not change it."""
+        found = self._attribute_values.get(id(cls))
+        if found is None:
+            found = self._attribute_values[id(cls)] = self_attribute_assignments(cls)
+        return found
+
+    def registers_buffers(self, cls: cst.ClassDef) -> bool:
+        """`registers_buffers(cls)`, once per class."""
+        found = self._buffers.get(id(cls))
+        if found is None:
+            found = self._buffers[id(cls)] = registers_buffers(cls)
+        return found
 
     def _index(
         self,
@@ -246,7 +263,7 @@ class Symbols:
         if known is not None:
             return known
         kept: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
-        for attr, values in self_attribute_assignments(cls).items():
+        for attr, values in self.attribute_values(cls).items():
             made = [self.constructed_class(value) for value in values]
             single = frozenset(c for c in made if c is not None) if all(made) else frozenset()
             elements = frozenset(c for value in values for c in self.element_classes(value))
@@ -303,7 +320,7 @@ class Symbols:
         cls = self.class_of(func)
         name = func.name.value
         result = False
-        if cls is not None and (self.is_module_class(cls) or registers_buffers(cls)):
+        if cls is not None and (self.is_module_class(cls) or self.registers_buffers(cls)):
             if name == "__init__":
                 result = True
             elif name.startswith("_") and not name.startswith("__"):
@@ -338,9 +355,9 @@ class Symbols:
     def _holds_modules(self, cls: cst.ClassDef) -> bool:
         known = self._holds.get(id(cls))
         if known is None:
-            known = self._holds[id(cls)] = registers_buffers(cls) or any(
+            known = self._holds[id(cls)] = self.registers_buffers(cls) or any(
                 isinstance(value, cst.Call) and _is_module_constructor(self.qualname(value.func) or "")
-                for values in self_attribute_assignments(cls).values() for value in values)
+                for values in self.attribute_values(cls).values() for value in values)
         return known
 
 

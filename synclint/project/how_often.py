@@ -26,13 +26,12 @@ as once, whatever calls it. Each answer keeps the path from its root, which the 
 from __future__ import annotations
 
 import enum
-import fnmatch
 import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from synclint.devices.conventions import is_test_path, names_a_step
+from synclint.devices.conventions import is_test_path, name_matches, names_a_step
 from synclint.frequency import named_to_run_once
 from synclint.project.facts import ClassSummary, FunctionSummary, ModuleSummary, short_name
 
@@ -129,7 +128,7 @@ def solve(functions: dict[str, FunctionSummary], classes: dict[str, ClassSummary
                 root(Runs.REPEATS, target, "every step, in a loop that runs a model", qual)
         if is_test_path(func.path) or name.startswith("test"):
             root(Runs.TESTS, qual, "only in tests")
-        elif func.cached or named_to_run_once([name]) or any(fnmatch.fnmatchcase(name, p) for p in _ENTRY_POINTS):
+        elif func.cached or named_to_run_once([name]) or name_matches(name, _ENTRY_POINTS):
             if qual not in roots[Runs.ONCE]:  # (a module's top level that calls it says so first)
                 barriers.add(qual)
             root(Runs.ONCE, qual, "once per distinct argument, as its decorator keeps the result" if func.cached
@@ -199,7 +198,7 @@ def _is_data_method(qual: str, name: str, ancestors: Callable[[str], list[str]])
     """Whether `qual` is a method DataLoader workers call: an item or iteration method, or a collate
     method, of a dataset, sampler or collator (by the class's name or a base's)."""
     owner = qual.rpartition(".")[0]
-    if not owner or not any(fnmatch.fnmatchcase(name, pattern) for pattern in _DATA_METHODS):
+    if not owner or not name_matches(name, _DATA_METHODS):
         return False
     return any(_DATA_CLASS.search(cls.rpartition(".")[2]) for cls in ancestors(owner))
 

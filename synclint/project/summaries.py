@@ -21,7 +21,8 @@ from synclint.patterns import one_line
 from synclint.project.facts import ClassSummary, FunctionSummary, ModuleSummary, Needs, SyncSite, short_name
 from synclint.project.callgraph import GraphRecorder
 from synclint.project.index import resolve_in
-from synclint.syntax import child_blocks, dotted_name, is_dataclass, is_property, local_assignments, memoizes, statements
+from synclint.syntax import child_blocks, dotted_name, is_dataclass, is_property, memoizes, statements
+from synclint.traversal import children
 
 _ATTRIBUTE_NAMES = re.compile(r"\.\s*([A-Za-z_]\w*)")
 MAX_DEPENDS = 8  # terms kept per value (SyncSite.depends): enough to name its sources, bounded
@@ -323,7 +324,7 @@ def _memoizing_guard(module: cst.Module, func: cst.FunctionDef, node: cst.CSTNod
     found: list[cst.If] = []  # the `if`s whose body holds `node`, innermost first
 
     def search(parent: cst.CSTNode) -> bool:
-        for child in parent.children:
+        for child in children(parent):
             if child is node or search(child):
                 if isinstance(parent, cst.If) and child is parent.body:
                     found.append(parent)
@@ -344,7 +345,7 @@ def _flag_guard(func: cst.FunctionDef, node: cst.CSTNode) -> tuple[str, int | No
     innermost: list[cst.If] = []
 
     def search(parent: cst.CSTNode) -> bool:
-        for child in parent.children:
+        for child in children(parent):
             if child is node or search(child):
                 if isinstance(parent, cst.If) and child is parent.body and not innermost:
                     innermost.append(parent)
@@ -402,32 +403,45 @@ class Dependencies:
 
     def __init__(self, devices: DeviceModel) -> None:
         self.devices = devices
-        self._assigned: dict[int, tuple[cst.FunctionDef, dict[str, list[cst.BaseExpression | None]]]] = {}
+        self._node_parts: dict[tuple[int, int], tuple[cst.CSTNode, list[tuple[str | None, str]]]] = {}
 
     def of(self, scope, node: cst.CSTNode) -> tuple[str, ...]:
         if not isinstance(scope, cst.FunctionDef) or self.devices.symbols.function_qualname(scope) is None:
             return ()
-        known = self._assigned.get(id(scope))
-        if known is None or known[0] is not scope:
-            known = self._assigned[id(scope)] = (scope, local_assignments(scope))
-        assigned = known[1]
+        assigned = self.devices.local_values(scope)
         params = scope.params
         names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)} - {"self", "cls"}
         found: set[str] = set()
         seen: set[str] = set()
         pending: list[cst.CSTNode] = [node]
         while pending and len(found) < 4 * MAX_DEPENDS:
-            for part in _value_parts(pending.pop()):
-                if isinstance(part, cst.Call):
-                    callee = self.devices.symbols.callee_qualname(part.func, scope)
-                    if callee is not None:
-                        found.add(f"call:{callee}")
-                elif isinstance(part, cst.Name) and part.value not in seen:
-                    seen.add(part.value)
-                    if part.value in names:
-                        found.add(f"param:{part.value}")
-                    pending.extend(value for value in assigned.get(part.value, ()) if value is not None)
+            for callee, name in self._parts(scope, pending.pop()):
+                if callee is not None:
+                    found.add(f"call:{callee}")
+                elif name not in seen:
+                    seen.add(name)
+                    if name in names:
+                        found.add(f"param:{name}")
+                    pending.extend(value for value in assigned.get(name, ()) if value is not None)
         return tuple(sorted(found)[:MAX_DEPENDS])
+
+    def _parts(self, scope: cst.FunctionDef, node: cst.CSTNode) -> list[tuple[str | None, str]]:
+        """What `node`'s value may come from, in `_value_parts` order: (callee, "") for a call of a
+        project function, (None, name) for a name read; kept per node (an assigned value is
+        followed from every value of its function that reads the name)."""
+        known = self._node_parts.get((id(scope), id(node)))
+        if known is not None and known[0] is node:
+            return known[1]
+        parts: list[tuple[str | None, str]] = []
+        for part in _value_parts(node):
+            if isinstance(part, cst.Call):
+                callee = self.devices.symbols.callee_qualname(part.func, scope)
+                if callee is not None:
+                    parts.append((callee, ""))
+            elif isinstance(part, cst.Name):
+                parts.append((None, part.value))
+        self._node_parts[(id(scope), id(node))] = (node, parts)  # (the scope is kept by the device model)
+        return parts
 
 
 def _value_parts(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -444,7 +458,7 @@ def _value_parts(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         elif isinstance(part, cst.Arg):
             stack.append(part.value)
         else:
-            stack.extend(part.children)
+            stack.extend(children(part))
 
 
 def _add_returns(devices: DeviceModel, recorder: CallRecorder, summary: ModuleSummary) -> None:
