@@ -8,7 +8,7 @@ syntax through these helpers, one helper per question.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -330,9 +330,13 @@ class _Bindings(cst.CSTVisitor):
     def bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None, kind: str) -> None:
         singles = unpacked(target)
         if len(singles) == 1 and singles[0] is target:
-            self.found.append(Binding(target, value, kind))
+            self.add(Binding(target, value, kind))
         else:
-            self.found.extend(Binding(single, None, kind) for single in singles)
+            for single in singles:
+                self.add(Binding(single, None, kind))
+
+    def add(self, binding: Binding) -> None:
+        self.found.append(binding)
 
     def enters(self, node: cst.CSTNode) -> bool:
         return node is self.root or not isinstance(node, self.stop_at)
@@ -364,6 +368,65 @@ class _Bindings(cst.CSTVisitor):
             self.bind(node.asname.name, None, WITH)
 
 
+class ModuleBindings(_Bindings):
+    """Every binding of a module in one walk, kept by scope: what `local_assignments` finds of
+    each function, lambda, class body and the module (the bindings whose innermost of these it
+    is), and `self_attribute_assignments` of each class (those whose innermost class it is). The
+    same lists as a walk of each scope, in the same order: a pre-order walk of the module is,
+    within any node, a pre-order walk of that node."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(module, ())
+        self._scopes: list[cst.CSTNode] = [module]
+        self._classes: list[cst.ClassDef | None] = [None]
+        self._local: dict[int, list[Binding]] = {}
+        self._in_class: dict[int, list[Binding]] = {}
+        self._locals: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
+        self._attributes: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        walk(module, self)
+
+    def add(self, binding: Binding) -> None:
+        self._local.setdefault(id(self._scopes[-1]), []).append(binding)
+        cls = self._classes[-1]
+        if cls is not None:
+            self._in_class.setdefault(id(cls), []).append(binding)
+
+    def visit_FunctionDef(self, node: cst.CSTNode) -> bool:
+        self._scopes.append(node)
+        return True
+
+    visit_Lambda = visit_FunctionDef
+
+    def leave_FunctionDef(self, node: cst.CSTNode) -> None:
+        self._scopes.pop()
+
+    leave_Lambda = leave_FunctionDef
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._scopes.append(node)
+        self._classes.append(node)
+        return True
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes.pop()
+        self._classes.pop()
+
+    def local(self, scope: cst.FunctionDef | cst.Lambda | cst.ClassDef | cst.Module
+              ) -> dict[str, list[cst.BaseExpression | None]]:
+        """`local_assignments(scope)`, for a scope of this module. Shared: read it, do not change it."""
+        found = self._locals.get(id(scope))
+        if found is None:
+            found = self._locals[id(scope)] = _by_name(self._local.get(id(scope), ()))
+        return found
+
+    def self_attributes(self, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+        """`self_attribute_assignments(cls)`, for a class of this module. Shared: read it, do not change it."""
+        found = self._attributes.get(id(cls))
+        if found is None:
+            found = self._attributes[id(cls)] = _self_attributes(self._in_class.get(id(cls), ()))
+        return found
+
+
 _NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
@@ -372,8 +435,12 @@ def local_assignments(scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression |
     node (a loop: its body and target), not in nested functions, classes or lambdas. None stands
     for a binding that is not one expression: a loop or `with` target, an unpacking, an augmented
     assignment. Parameters are not included."""
+    return _by_name(bindings(scope, _NESTED_SCOPES))
+
+
+def _by_name(found: Iterable[Binding]) -> dict[str, list[cst.BaseExpression | None]]:
     assigned: dict[str, list[cst.BaseExpression | None]] = {}
-    for binding in bindings(scope, _NESTED_SCOPES):
+    for binding in found:
         if isinstance(binding.target, cst.Name):
             assigned.setdefault(binding.target.value, []).append(binding.value)
     return assigned
@@ -381,8 +448,12 @@ def local_assignments(scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression |
 
 def self_attribute_assignments(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
     """The values assigned to each `self.<attr>` in the methods of `cls` (annotated ones included)."""
+    return _self_attributes(bindings(cls, (cst.ClassDef,)))
+
+
+def _self_attributes(found: Iterable[Binding]) -> dict[str, list[cst.BaseExpression]]:
     assigned: dict[str, list[cst.BaseExpression]] = {}
-    for binding in bindings(cls, (cst.ClassDef,)):
+    for binding in found:
         attr = self_attribute(binding.target)
         if attr is not None and binding.value is not None and binding.kind in (ASSIGN, ANNOTATED):
             assigned.setdefault(attr, []).append(binding.value)

@@ -256,6 +256,8 @@ class DeviceModel:
 
     def local_values(self, func: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
         """The values assigned to each name in `func`'s own body (`syntax.local_assignments`), once."""
+        if isinstance(func, (cst.FunctionDef, cst.Module, cst.ClassDef, cst.Lambda)):
+            return self.symbols.bindings.local(func)
         found = self._local_values.get(id(func))
         if found is None:
             found = self._local_values[id(func)] = local_assignments(func)

@@ -9,6 +9,7 @@ is an `nn.Module`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import libcst as cst
@@ -22,7 +23,7 @@ from synclint.syntax import (
     dotted_name,
     own_method,
     parameter,
-    self_attribute_assignments,
+    ModuleBindings,
     statements,
 )
 from synclint.traversal import walk
@@ -46,17 +47,18 @@ class Symbols:
         self._holds: dict[int, bool] = {}  # id(class) -> whether it keeps layers or parameters in `self`
         self._private_calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] | None = None
         self._kept: dict[int, dict[str, tuple[frozenset[str], frozenset[str]]]] = {}  # id(class) -> `kept_objects`
-        self._attribute_values: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._buffers: dict[int, bool] = {}  # id(class) -> `registers_buffers`
         self._index(module.body, None, None)
 
+    @functools.cached_property
+    def bindings(self) -> ModuleBindings:
+        """Every binding of the module, by scope, from one walk (asked of nearly every function)."""
+        return ModuleBindings(self.module)
+
     def attribute_values(self, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
-        """`syntax.self_attribute_assignments(cls)`, found once per file for the device model and every
-        rule that asks (each walks the whole class). Shared: read it, do not change it."""
-        found = self._attribute_values.get(id(cls))
-        if found is None:
-            found = self._attribute_values[id(cls)] = self_attribute_assignments(cls)
-        return found
+        """`syntax.self_attribute_assignments(cls)`, for the device model and every rule that asks.
+        Shared: read it, do not change it."""
+        return self.bindings.self_attributes(cls)
 
     def registers_buffers(self, cls: cst.ClassDef) -> bool:
         """`registers_buffers(cls)`, once per class."""
