@@ -133,8 +133,13 @@ def loop_runs_model(loop: cst.CSTNode, is_module: Callable[[cst.BaseExpression],
     return finder.found
 
 
+_NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
 class _ModelCall(cst.CSTVisitor):
     """The walk of `loop_runs_model`."""
+
+    walks_trivia = False  # calls only
 
     def __init__(self, root: cst.CSTNode, is_module: Callable[[cst.BaseExpression], bool]) -> None:
         self.root = root
@@ -144,12 +149,14 @@ class _ModelCall(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.found:
             return False
-        if isinstance(node, cst.Call):
-            verdict = runs_model_call(node)
-            if verdict if verdict is not None else self.is_module(node.func):
+        kind = type(node)
+        if kind is cst.Call:
+            call = cast(cst.Call, node)
+            verdict = runs_model_call(call)
+            if verdict if verdict is not None else self.is_module(call.func):
                 self.found = True
                 return False
-        return node is self.root or not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+        return node is self.root or kind not in _NESTED_SCOPES
 
 
 # Decorators that keep a function's results: its body runs once per distinct argument.

@@ -220,6 +220,8 @@ class _Walker:
         custom = self.custom
         on_visit = visitor.on_visit
         on_leave = visitor.on_leave
+        # CSTVisitor's own on_leave only calls leave_<Node> methods: with none, it is not called.
+        leaves = custom and (_overrides(visitor, "on_leave") or any(c.startswith("leave_") for c in self.callbacks))
         skip = TRIVIA if self.skip_trivia else frozenset()
         on_visit_attribute = visitor.on_visit_attribute
         on_leave_attribute = visitor.on_leave_attribute
@@ -261,7 +263,8 @@ class _Walker:
                         if hooked:
                             on_leave_attribute(node, name)
             if custom:
-                on_leave(node)
+                if leaves:
+                    on_leave(node)
             elif leave is not None:
                 leave(visitor, node)
 

@@ -370,13 +370,20 @@ def _is_module_constructor(qual: str) -> bool:
 
 def registers_buffers(cls: cst.ClassDef) -> bool:
     """Whether a method of `cls` calls `self.register_buffer(...)`: only an nn.Module can."""
-    found: list[bool] = []
+    finder = _BufferCall()
+    walk(cls, finder)
+    return finder.found
 
-    class Finder(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "register_buffer":
-                found.append(True)
-            return not found
 
-    walk(cls, Finder())
-    return bool(found)
+class _BufferCall(cst.CSTVisitor):
+    """The walk of `registers_buffers`, ending at the first such call."""
+
+    walks_trivia = False  # calls only
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "register_buffer":
+            self.found = True
+        return not self.found
