@@ -1,11 +1,14 @@
 """The fast paths of the engine give what libcst's own machinery gives.
 
-`traversal.walk` must call a visitor as `node.visit` does (same nodes, same order), and
-`engine._positions` must give the positions libcst's PositionProvider gives.
+`traversal.walk` must call a visitor as `node.visit` does (same nodes, same order),
+`traversal.children` give libcst's children, `syntax.ModuleBindings` what a walk of each scope
+finds, `conventions.name_matches` what fnmatch says, and `engine._positions` the positions
+libcst's PositionProvider gives.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +21,9 @@ from synclint.config import build_settings
 from synclint.engine import check_text, rules_for_text
 from synclint.model import Confidence
 from synclint.registry import builtin_rules
-from synclint.traversal import TRIVIA, _children_order, walk
+from synclint.devices.conventions import EPOCH_FUNCTIONS, INIT_FUNCTIONS, STEP_FUNCTIONS, name_matches
+from synclint.syntax import ModuleBindings, local_assignments, self_attribute_assignments
+from synclint.traversal import TRIVIA, _children_order, children, walk
 
 # Syntax that the repository's own code may not show: each node class with its own order.
 VARIETY = '''\
@@ -224,3 +229,80 @@ def test_prefilters_are_necessary_words():
     assert rules["SYNC109"] in rules_for_text(no_torch, list(rules.values()))
     assert rules["SYNC109"] not in rules_for_text("isinstance(a, b)\n", list(rules.values()))
     assert rules["SYNC103"] in rules_for_text("y = x_gpu.new_tensor([1])\n", list(rules.values()))
+
+
+@pytest.mark.parametrize("name, code", _corpus(), ids=lambda item: item if isinstance(item, str) and "\n" not in item else "")
+def test_children_are_libcsts_children_less_the_trivia(name, code):
+    module = cst.parse_module(code)
+    nodes: list[cst.CSTNode] = []
+
+    class Every(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nodes.append(node)
+            return True
+
+    walk(module, Every())
+    assert len(nodes) > 1
+    for node in nodes:
+        assert children(node) == [child for child in node.children if type(child) not in TRIVIA]
+
+
+def test_a_visitor_that_overrides_on_visit_still_gets_its_leave_methods():
+    module = cst.parse_module("f(g(x))\nh()\n")
+
+    class Calls(cst.CSTVisitor):
+        walks_trivia = False
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.events: list[str] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, cst.Call):
+                self.events.append("call " + cst.Module([]).code_for_node(node.func))
+            return True
+
+        def leave_Call(self, original_node: cst.Call) -> None:
+            self.events.append("left " + cst.Module([]).code_for_node(original_node.func))
+
+    expected, got = Calls(), Calls()
+    module.visit(expected)
+    walk(module, got)
+    assert got.events == expected.events == ["call f", "call g", "left g", "left f", "call h", "left h"]
+
+
+@pytest.mark.parametrize("name, code", _corpus(), ids=lambda item: item if isinstance(item, str) and "\n" not in item else "")
+def test_one_walk_of_a_module_finds_each_scopes_bindings_as_a_walk_of_the_scope(name, code):
+    module = cst.parse_module(code)
+    scopes: list[cst.CSTNode] = [module]
+
+    class Scopes(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            scopes.append(node)
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            scopes.append(node)
+
+        def visit_Lambda(self, node: cst.Lambda) -> None:
+            scopes.append(node)
+
+    walk(module, Scopes())
+    found = ModuleBindings(module)
+
+    def same(got: dict, expected: dict) -> bool:  # the very value nodes, in order
+        return got.keys() == expected.keys() and all(
+            [id(v) for v in got[k]] == [id(v) for v in expected[k]] for k in expected)
+
+    for scope in scopes:
+        assert same(found.local(scope), local_assignments(scope))  # type: ignore[arg-type]
+        if isinstance(scope, cst.ClassDef):
+            assert same(found.self_attributes(scope), self_attribute_assignments(scope))
+
+
+def test_name_patterns_match_as_fnmatch_does():
+    names = ["forward", "train_step", "step", "_step", "step_fn", "on_train_epoch_end", "on_epoch_start", "__init__",
+             "init_weights", "_init_cache", "load_model", "capture_graph", "decode", "x_decode", "sample_next_token",
+             "Forward", "stepwise", "", "main", "run_cli", "collate_fn", "__getitem__", "a.b"]
+    for patterns in (STEP_FUNCTIONS, INIT_FUNCTIONS, EPOCH_FUNCTIONS, ("*_step", "step_*", "decode", "*[ab]?"), ()):
+        for name in names:
+            assert name_matches(name, patterns) == any(fnmatch.fnmatchcase(name, p) for p in patterns), (name, patterns)
