@@ -31,7 +31,6 @@ from synclint.devices.conventions import (
     other_accelerator,
     other_accelerator_scope,
 )
-from synclint.devices.callers import private_call_sites
 from synclint.devices.lattice import Where
 from synclint.devices.model import DeviceModel
 from synclint.devices.program import required_accelerator
@@ -255,7 +254,7 @@ class FileContext:
         if self._private_callers is None:
             names = {node.name.value for node in self.module.body
                      if isinstance(node, cst.FunctionDef) and node.name.value.startswith("_")}
-            self._private_callers = {id(f): sites for f, sites in private_call_sites(self.module, names)} if names else {}
+            self._private_callers = {id(f): sites for f, sites in self.devices.symbols.private_call_sites(names)} if names else {}
         platforms = set()
         for call, scope, statement in self._private_callers.get(id(func), []):
             platform = self.devices.platform_at(scope, statement) or self.accelerator(scope)

@@ -220,7 +220,7 @@ def settle_host_params(model: "DeviceModel") -> None:
     into `model.host_params`."""
     symbols = model.symbols
     candidates = {name for name, funcs in symbols.private.items() if len(funcs) == 1 and takes_tensors(funcs[0])}
-    sites = private_call_sites(symbols.module, candidates) if candidates else []
+    sites = symbols.private_call_sites(candidates) if candidates else []
     sites += submodule_call_sites(symbols.module, {
         name: forward for name, cls in symbols.classes.items()
         if (forward := own_method(cls, "forward")) is not None and takes_tensors(forward) and symbols.is_module_class(cls)})

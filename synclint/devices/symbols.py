@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from synclint.devices.callers import Scope, private_call_sites
+from synclint.devices.callers import CallSite, Scope, private_call_sites
 from synclint.devices.imports import ImportTable
 from synclint.project.facts import ProjectFile
 from synclint.syntax import (
@@ -46,9 +46,19 @@ class Symbols:
         self._builds_module: dict[int, bool] = {}  # id(function) -> whether it runs only to build an nn.Module
         self._holds: dict[int, bool] = {}  # id(class) -> whether it keeps layers or parameters in `self`
         self._private_calls: dict[str, list[tuple[cst.Call, Scope, cst.CSTNode]]] | None = None
+        self._private_sites: tuple[frozenset[str], list[tuple[cst.FunctionDef, list[CallSite]]]] | None = None
         self._kept: dict[int, dict[str, tuple[frozenset[str], frozenset[str]]]] = {}  # id(class) -> `kept_objects`
         self._buffers: dict[int, bool] = {}  # id(class) -> `registers_buffers`
         self._index(module.body, None, None)
+
+    def private_call_sites(self, names: set[str]) -> list[tuple[cst.FunctionDef, list[CallSite]]]:
+        """`callers.private_call_sites(module, names)`, from one walk of the module for every private
+        function it defines (what it finds of a name does not depend on the other names asked)."""
+        known = self._private_sites
+        if known is None or not names <= known[0]:
+            asked = frozenset(self.private) | names | (known[0] if known is not None else frozenset())
+            known = self._private_sites = (asked, private_call_sites(self.module, set(asked)))
+        return [(func, sites) for func, sites in known[1] if func.name.value in names]
 
     @functools.cached_property
     def bindings(self) -> ModuleBindings:
@@ -327,7 +337,7 @@ class Symbols:
                 result = True
             elif name.startswith("_") and not name.startswith("__"):
                 if self._private_calls is None:
-                    self._private_calls = {f.name.value: calls for f, calls in private_call_sites(self.module, set(self.private))}
+                    self._private_calls = {f.name.value: calls for f, calls in self.private_call_sites(set(self.private))}
                 calls = self._private_calls.get(name, [])
                 result = bool(calls) and all(
                     isinstance(scope, cst.FunctionDef) and self.builds_module(scope) for _, scope, _ in calls

@@ -8,6 +8,7 @@ makes the host wait) and what the device model knows (returns, class attributes)
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 
@@ -521,8 +522,9 @@ def _fill_rows(ctx, summary: ModuleSummary, text: str) -> None:
     for func in _definitions(ctx.module.body):
         if func.name.value in wanted:
             in_order.setdefault(func.name.value, []).append(func)
+    line_starts = [m.end() for m in re.finditer("\n", text)]  # the offset of each row after the first
     for name, items in wanted.items():
-        rows = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(
+        rows = [bisect.bisect_right(line_starts, m.start()) + 1 for m in re.finditer(
             rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{name}\b", text, re.MULTILINE)]
         defs = in_order.get(name, [])
         if len(rows) != len(defs):
