@@ -368,19 +368,28 @@ class _Bindings(cst.CSTVisitor):
             self.bind(node.asname.name, None, WITH)
 
 
-class ModuleBindings(_Bindings):
-    """Every binding of a module in one walk, kept by scope: what `local_assignments` finds of
-    each function, lambda, class body and the module (the bindings whose innermost of these it
-    is), and `self_attribute_assignments` of each class (those whose innermost class it is). The
-    same lists as a walk of each scope, in the same order: a pre-order walk of the module is,
+class ModuleScopes(_Bindings):
+    """One walk of a module, kept by scope, for the questions asked of nearly every function:
+
+    * every binding: what `local_assignments` finds of each function, lambda, class body and the
+      module (the bindings whose innermost of these it is), and `self_attribute_assignments` of
+      each class (those whose innermost class it is);
+    * the calls, attribute reads, `assert`s and `if`s of each function's own code (`own_nodes`).
+
+    The same as a walk of each scope, in the same order: a pre-order walk of the module is,
     within any node, a pre-order walk of that node."""
+
+    OWN = (cst.Call, cst.Attribute, cst.Assert, cst.If)  # the kinds of node `own_nodes` keeps
 
     def __init__(self, module: cst.Module) -> None:
         super().__init__(module, ())
         self._scopes: list[cst.CSTNode] = [module]
         self._classes: list[cst.ClassDef | None] = [None]
+        self._functions: list[cst.CSTNode] = [module]
+        self._class_depth = [0]  # per function above: the classes entered within it
         self._local: dict[int, list[Binding]] = {}
         self._in_class: dict[int, list[Binding]] = {}
+        self._own: dict[int, list[tuple[cst.CSTNode, bool]]] = {}
         self._locals: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._attributes: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         walk(module, self)
@@ -391,25 +400,58 @@ class ModuleBindings(_Bindings):
         if cls is not None:
             self._in_class.setdefault(id(cls), []).append(binding)
 
+    def _keep(self, node: cst.CSTNode) -> None:
+        self._own.setdefault(id(self._functions[-1]), []).append((node, self._class_depth[-1] > 0))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._keep(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._keep(node)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._keep(node)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._keep(node)
+
     def visit_FunctionDef(self, node: cst.CSTNode) -> bool:
         self._scopes.append(node)
+        self._functions.append(node)
+        self._class_depth.append(0)
         return True
-
-    visit_Lambda = visit_FunctionDef
 
     def leave_FunctionDef(self, node: cst.CSTNode) -> None:
         self._scopes.pop()
+        self._functions.pop()
+        self._class_depth.pop()
 
-    leave_Lambda = leave_FunctionDef
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+    def visit_Lambda(self, node: cst.CSTNode) -> bool:
         self._scopes.append(node)
-        self._classes.append(node)
         return True
 
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+    def leave_Lambda(self, node: cst.CSTNode) -> None:
+        self._scopes.pop()
+
+    def visit_ClassDef(self, node: cst.CSTNode) -> bool:
+        assert isinstance(node, cst.ClassDef)
+        self._scopes.append(node)
+        self._classes.append(node)
+        self._class_depth[-1] += 1
+        return True
+
+    def leave_ClassDef(self, node: cst.CSTNode) -> None:
         self._scopes.pop()
         self._classes.pop()
+        self._class_depth[-1] -= 1
+
+    def own_nodes(self, scope: cst.FunctionDef | cst.Module, classes: bool) -> Iterator[cst.CSTNode]:
+        """The calls, attribute reads, `assert`s and `if`s of `scope`'s own code, in source order: not
+        those of the functions it defines; those of the classes it defines only with `classes`.
+        Lambdas are its own code; a function's decorators and defaults are its own, not its scope's."""
+        for node, in_class in self._own.get(id(scope), ()):
+            if classes or not in_class:
+                yield node
 
     def local(self, scope: cst.FunctionDef | cst.Lambda | cst.ClassDef | cst.Module
               ) -> dict[str, list[cst.BaseExpression | None]]:

@@ -1,7 +1,7 @@
 """The fast paths of the engine give what libcst's own machinery gives.
 
 `traversal.walk` must call a visitor as `node.visit` does (same nodes, same order),
-`traversal.children` give libcst's children, `syntax.ModuleBindings` what a walk of each scope
+`traversal.children` give libcst's children, `syntax.ModuleScopes` what a walk of each scope
 finds, `conventions.name_matches` what fnmatch says, and `engine._positions` the positions
 libcst's PositionProvider gives.
 """
@@ -22,7 +22,7 @@ from synclint.engine import check_text, rules_for_text
 from synclint.model import Confidence
 from synclint.registry import builtin_rules
 from synclint.devices.conventions import EPOCH_FUNCTIONS, INIT_FUNCTIONS, STEP_FUNCTIONS, name_matches
-from synclint.syntax import ModuleBindings, local_assignments, self_attribute_assignments
+from synclint.syntax import ModuleScopes, local_assignments, self_attribute_assignments
 from synclint.traversal import TRIVIA, _children_order, children, walk
 
 # Syntax that the repository's own code may not show: each node class with its own order.
@@ -272,7 +272,7 @@ def test_a_visitor_that_overrides_on_visit_still_gets_its_leave_methods():
 
 
 @pytest.mark.parametrize("name, code", _corpus(), ids=lambda item: item if isinstance(item, str) and "\n" not in item else "")
-def test_one_walk_of_a_module_finds_each_scopes_bindings_as_a_walk_of_the_scope(name, code):
+def test_one_walk_of_a_module_finds_what_a_walk_of_each_scope_finds(name, code):
     module = cst.parse_module(code)
     scopes: list[cst.CSTNode] = [module]
 
@@ -287,7 +287,7 @@ def test_one_walk_of_a_module_finds_each_scopes_bindings_as_a_walk_of_the_scope(
             scopes.append(node)
 
     walk(module, Scopes())
-    found = ModuleBindings(module)
+    found = ModuleScopes(module)
 
     def same(got: dict, expected: dict) -> bool:  # the very value nodes, in order
         return got.keys() == expected.keys() and all(
@@ -297,6 +297,37 @@ def test_one_walk_of_a_module_finds_each_scopes_bindings_as_a_walk_of_the_scope(
         assert same(found.local(scope), local_assignments(scope))  # type: ignore[arg-type]
         if isinstance(scope, cst.ClassDef):
             assert same(found.self_attributes(scope), self_attribute_assignments(scope))
+        if isinstance(scope, (cst.FunctionDef, cst.Module)):
+            for classes in (False, True):
+                expected = _OwnNodes(scope, classes)
+                walk(scope, expected)
+                assert [id(n) for n in found.own_nodes(scope, classes)] == [id(n) for n in expected.nodes]
+
+
+class _OwnNodes(cst.CSTVisitor):
+    """A walk of one scope for the nodes `ModuleScopes.own_nodes` keeps of it."""
+
+    def __init__(self, scope: cst.CSTNode, classes: bool) -> None:
+        super().__init__()
+        self.scope, self.classes, self.nodes = scope, classes, []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.scope
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return self.classes
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.nodes.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.nodes.append(node)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self.nodes.append(node)
+
+    def visit_If(self, node: cst.If) -> None:
+        self.nodes.append(node)
 
 
 def test_name_patterns_match_as_fnmatch_does():

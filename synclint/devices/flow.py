@@ -117,7 +117,7 @@ class FlowWalker:
             if settled is not None and (where is None or not where.on_device or where.certainty < Certainty.HIGH):
                 where = Where(Place.HOST_TENSOR, Certainty.MEDIUM, f"{name} is a host tensor: {settled}", basis=Basis.USE)
             if where is not None and where.on_device and where.certainty < Certainty.HIGH:
-                own_uses = host_uses(func) if own_uses is None else own_uses
+                own_uses = host_uses(self.model.symbols.scopes.own_nodes(func, classes=True)) if own_uses is None else own_uses
                 evidence = own_uses.get(name)
                 if evidence is not None:
                     where = Where(Place.HOST_TENSOR, Certainty.MEDIUM, f"{name} is used as a host tensor: {evidence}",

@@ -233,7 +233,7 @@ class DeviceModel:
         """The names `scope` uses as only a tensor can be used (`usage.tensor_uses`), once."""
         found = self._tensor_uses.get(id(scope))
         if found is None:
-            found = self._tensor_uses[id(scope)] = tensor_uses(scope)
+            found = self._tensor_uses[id(scope)] = tensor_uses(self.symbols.scopes.own_nodes(scope, classes=False))
         return found
 
     def runs_a_model(self, func: cst.FunctionDef) -> str | None:
@@ -245,7 +245,8 @@ class DeviceModel:
         if key not in self._model_calls:
             functions = [s for s in statements(cls.body) if isinstance(s, cst.FunctionDef)] if cls is not None else [func]
             self._model_calls[key] = next(
-                (found for f in functions if (found := runs_a_model(f, self.conventions)) is not None), None)
+                (found for f in functions if (found := runs_a_model(self.symbols.scopes.own_nodes(f, classes=True),
+                                                                     self.conventions)) is not None), None)
         return self._model_calls[key]
 
     def forget_facts(self) -> None:
@@ -257,7 +258,7 @@ class DeviceModel:
     def local_values(self, func: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
         """The values assigned to each name in `func`'s own body (`syntax.local_assignments`), once."""
         if isinstance(func, (cst.FunctionDef, cst.Module, cst.ClassDef, cst.Lambda)):
-            return self.symbols.bindings.local(func)
+            return self.symbols.scopes.local(func)
         found = self._local_values.get(id(func))
         if found is None:
             found = self._local_values[id(func)] = local_assignments(func)

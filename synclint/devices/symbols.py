@@ -23,7 +23,7 @@ from synclint.syntax import (
     dotted_name,
     own_method,
     parameter,
-    ModuleBindings,
+    ModuleScopes,
     statements,
 )
 from synclint.traversal import walk
@@ -61,14 +61,15 @@ class Symbols:
         return [(func, sites) for func, sites in known[1] if func.name.value in names]
 
     @functools.cached_property
-    def bindings(self) -> ModuleBindings:
-        """Every binding of the module, by scope, from one walk (asked of nearly every function)."""
-        return ModuleBindings(self.module)
+    def scopes(self) -> ModuleScopes:
+        """Each scope's bindings and the nodes of its own code, from one walk of the module (asked of
+        nearly every function)."""
+        return ModuleScopes(self.module)
 
     def attribute_values(self, cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
         """`syntax.self_attribute_assignments(cls)`, for the device model and every rule that asks.
         Shared: read it, do not change it."""
-        return self.bindings.self_attributes(cls)
+        return self.scopes.self_attributes(cls)
 
     def registers_buffers(self, cls: cst.ClassDef) -> bool:
         """`registers_buffers(cls)`, once per class."""
