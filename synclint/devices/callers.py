@@ -15,7 +15,7 @@ import libcst as cst
 from synclint.devices.evaluate import Evaluator
 from synclint.devices.lattice import Place, is_sure_host
 from synclint.evidence import Basis
-from synclint.syntax import Scope, code_text, dotted_name, keyword_arg, own_method, self_attribute, small_holding
+from synclint.syntax import Scope, code_text, dotted_name, find_all, keyword_arg, own_method, self_attribute, small_holding
 from synclint.traversal import walk
 
 if TYPE_CHECKING:
@@ -178,15 +178,11 @@ def _registry_pick(value: cst.BaseExpression, registries: dict[str, set[str]]) -
 def calls_by_name(module: cst.Module) -> dict[str, list[cst.Call]]:
     """Every call of the module by the last name of its callee (`f(...)`, `obj.f(...)`)."""
     calls: dict[str, list[cst.Call]] = {}
-
-    class Calls(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            callee = node.func
-            last = callee.value if isinstance(callee, cst.Name) else callee.attr.value if isinstance(callee, cst.Attribute) else None
-            if last is not None:
-                calls.setdefault(last, []).append(node)
-
-    module.visit(Calls())
+    for node in find_all(module, cst.Call):
+        callee = node.func
+        last = callee.value if isinstance(callee, cst.Name) else callee.attr.value if isinstance(callee, cst.Attribute) else None
+        if last is not None:
+            calls.setdefault(last, []).append(node)
     return calls
 
 
