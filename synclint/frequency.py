@@ -9,14 +9,22 @@ keeps what it computes). The engine tracks the blocks around each node; these fu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import cast
 
 import libcst as cst
 
 from synclint.devices.lattice import Where
-from synclint.devices.conventions import EPOCH_FUNCTIONS, INIT_FUNCTIONS, PERIODIC_GUARD, WEIGHT_LOADER, name_matches
+from synclint.devices.conventions import (
+    EPOCH_FUNCTIONS,
+    INIT_FUNCTIONS,
+    MODEL_METHODS,
+    PERIODIC_GUARD,
+    STEP_CALLS,
+    STEPPING,
+    WEIGHT_LOADER,
+    name_matches,
+)
 from synclint.traversal import walk
 from synclint.syntax import Scope, code_text, dotted_name, interval_of, local_assignments
 
@@ -91,15 +99,6 @@ def is_main_guard(test: cst.BaseExpression) -> bool:
 
 # ---- loops that run a model -------------------------------------------------------------------
 
-# Calls that only a step of training or inference makes: a backward pass, an optimizer's or a
-# scheduler's step, a gradient reset, a generation or decode step, a module's forward.
-_MODEL_METHODS = frozenset({"backward", "zero_grad", "generate", "forward", "clip_grad_norm_", "unscale_"})
-_STEPPING = re.compile(r"optim|(^|_)opt($|_)|scaler|sched|engine|trainer|accelerator", re.IGNORECASE)
-_STEP_CALLS = ("*_step", "step_*", "train_batch", "*train_on_batch", "decode", "decode_*", "*_decode", "sample_next*",
-               "next_token*", "*_next_token*", "sample_token*", "execute_model", "generate_*", "*_generate", "rollout*",
-               "predict_step", "forward_*", "*_forward")
-
-
 def runs_model_call(call: cst.Call) -> bool | None:
     """Whether a call, by what it calls, is a step of training or inference: `loss.backward()`,
     `optimizer.step()`, `model.generate(...)`, `self.train_step(batch)`, `x.forward(...)`. None: its
@@ -107,16 +106,16 @@ def runs_model_call(call: cst.Call) -> bool | None:
     func = call.func
     if isinstance(func, cst.Attribute):
         name = func.attr.value
-        if name in _MODEL_METHODS:
+        if name in MODEL_METHODS:
             return True
         if name == "step":
             receiver = dotted_name(func.value) or ""
-            return bool(_STEPPING.search(receiver.rpartition(".")[2])) or receiver in ("self", "")
-        if name_matches(name, _STEP_CALLS):
+            return bool(STEPPING.search(receiver.rpartition(".")[2])) or receiver in ("self", "")
+        if name_matches(name, STEP_CALLS):
             return True
         return None if isinstance(func.value, cst.Name) and func.value.value == "self" else False
     if isinstance(func, cst.Name):
-        if name_matches(func.value, _STEP_CALLS):
+        if name_matches(func.value, STEP_CALLS):
             return True
         return None
     return False

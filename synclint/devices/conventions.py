@@ -185,6 +185,21 @@ STEP_FUNCTIONS = ("forward", "__call__", "step", "*_step", "execute_model", "sam
                   "_preprocess", "postprocess", "*update_states", "propose", "compute_logits", "build", "apply")
 
 
+# Calls that only a step of training or inference makes: a backward pass, an optimizer's or a
+# scheduler's step, a gradient reset, a generation or decode step, a module's forward.
+MODEL_METHODS = frozenset({"backward", "zero_grad", "generate", "forward", "clip_grad_norm_", "unscale_"})
+# Receivers whose `.step()` is one: optimizers, scalers, schedulers, engines, trainers.
+STEPPING = re.compile(r"optim|(^|_)opt($|_)|scaler|sched|engine|trainer|accelerator", re.IGNORECASE)
+STEP_CALLS = ("*_step", "step_*", "train_batch", "*train_on_batch", "decode", "decode_*", "*_decode", "sample_next*",
+              "next_token*", "*_next_token*", "sample_token*", "execute_model", "generate_*", "*_generate", "rollout*",
+              "predict_step", "forward_*", "*_forward")
+# Entry points that run once per process, by name (beyond `INIT_FUNCTIONS`).
+ENTRY_POINTS = ("main", "_main", "*_main", "main_*", "cli", "run_cli", "parse_args", "*_cli")
+# Classes whose item and iteration methods DataLoader workers call, and those methods.
+DATA_CLASS = re.compile(r"(Dataset|DataSet|Sampler|Collator|Collate|DataPipe|IterDataPipe|MapDataPipe)$")
+DATA_METHODS = ("__getitem__", "__getitems__", "__iter__", "__next__", "__len__", "collate*", "_collate*", "__call__")
+
+
 def names_a_step(name: str) -> bool:
     """Whether a function's name says it runs per step (`STEP_FUNCTIONS`)."""
     return name_matches(name, STEP_FUNCTIONS)

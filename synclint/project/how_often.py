@@ -26,12 +26,11 @@ as once, whatever calls it. Each answer keeps the path from its root, which the 
 from __future__ import annotations
 
 import enum
-import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from synclint.devices.conventions import is_test_path, name_matches, names_a_step
+from synclint.devices.conventions import DATA_CLASS, DATA_METHODS, ENTRY_POINTS, is_test_path, name_matches, names_a_step
 from synclint.frequency import named_to_run_once
 from synclint.project.facts import ClassSummary, FunctionSummary, ModuleSummary, short_name
 
@@ -59,13 +58,6 @@ class Frequency:
         """`every step: Block.forward() -> Block._norm() -> _mask()`: the root's reason (or `root`, said
         otherwise), then the path."""
         return f"{root or self.root}: " + " -> ".join(f"{short_name(q)}()" for q in self.path)
-
-
-# Entry points that run once per process, by name (beyond `INIT_FUNCTIONS`).
-_ENTRY_POINTS = ("main", "_main", "*_main", "main_*", "cli", "run_cli", "parse_args", "*_cli")
-# Classes whose item and iteration methods DataLoader workers call.
-_DATA_CLASS = re.compile(r"(Dataset|DataSet|Sampler|Collator|Collate|DataPipe|IterDataPipe|MapDataPipe)$")
-_DATA_METHODS = ("__getitem__", "__getitems__", "__iter__", "__next__", "__len__", "collate*", "_collate*", "__call__")
 
 
 def solve(functions: dict[str, FunctionSummary], classes: dict[str, ClassSummary],
@@ -128,7 +120,7 @@ def solve(functions: dict[str, FunctionSummary], classes: dict[str, ClassSummary
                 root(Runs.REPEATS, target, "every step, in a loop that runs a model", qual)
         if is_test_path(func.path) or name.startswith("test"):
             root(Runs.TESTS, qual, "only in tests")
-        elif func.cached or named_to_run_once([name]) or name_matches(name, _ENTRY_POINTS):
+        elif func.cached or named_to_run_once([name]) or name_matches(name, ENTRY_POINTS):
             if qual not in roots[Runs.ONCE]:  # (a module's top level that calls it says so first)
                 barriers.add(qual)
             root(Runs.ONCE, qual, "once per distinct argument, as its decorator keeps the result" if func.cached
@@ -198,9 +190,9 @@ def _is_data_method(qual: str, name: str, ancestors: Callable[[str], list[str]])
     """Whether `qual` is a method DataLoader workers call: an item or iteration method, or a collate
     method, of a dataset, sampler or collator (by the class's name or a base's)."""
     owner = qual.rpartition(".")[0]
-    if not owner or not name_matches(name, _DATA_METHODS):
+    if not owner or not name_matches(name, DATA_METHODS):
         return False
-    return any(_DATA_CLASS.search(cls.rpartition(".")[2]) for cls in ancestors(owner))
+    return any(DATA_CLASS.search(cls.rpartition(".")[2]) for cls in ancestors(owner))
 
 
 def _overrides(functions: dict[str, FunctionSummary], classes: dict[str, ClassSummary]) -> dict[str, list[str]]:
