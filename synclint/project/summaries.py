@@ -8,7 +8,6 @@ makes the host wait) and what the device model knows (returns, class attributes)
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Iterator
 
@@ -505,6 +504,9 @@ def _deprecation(func: cst.FunctionDef) -> str | None:
     return None
 
 
+_DEF_LINE = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)  # a `def` line and its name
+
+
 def _fill_rows(ctx, summary: ModuleSummary, text: str) -> None:
     """Rows of the definitions a report may name (properties, functions that sync or return
     tensors). The k-th `def name` line of the text is the k-th definition called `name` in
@@ -522,10 +524,15 @@ def _fill_rows(ctx, summary: ModuleSummary, text: str) -> None:
     for func in _definitions(ctx.module.body):
         if func.name.value in wanted:
             in_order.setdefault(func.name.value, []).append(func)
-    line_starts = [m.end() for m in re.finditer("\n", text)]  # the offset of each row after the first
+    rows_of: dict[str, list[int]] = {}
+    row, offset = 1, 0
+    for match in _DEF_LINE.finditer(text):  # one scan of the text, counting its rows as it goes
+        row += text.count("\n", offset, match.start())
+        offset = match.start()
+        if match.group(1) in wanted:
+            rows_of.setdefault(match.group(1), []).append(row)
     for name, items in wanted.items():
-        rows = [bisect.bisect_right(line_starts, m.start()) + 1 for m in re.finditer(
-            rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{name}\b", text, re.MULTILINE)]
+        rows = rows_of.get(name, [])
         defs = in_order.get(name, [])
         if len(rows) != len(defs):
             continue
