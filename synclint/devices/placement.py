@@ -17,7 +17,7 @@ from synclint.devices.conventions import names_a_device, names_the_host
 from synclint.devices.lattice import HOST, UNKNOWN, Env, Place, Where, device, host_tensor, join_spec
 from synclint.devices.torch_api import DTYPE_NAMES
 from synclint.evidence import Basis, Certainty
-from synclint.syntax import Scope, code_text, keyword_arg, last_name, names_in, parameter
+from synclint.syntax import Scope, code_text, keyword_arg, last_name, names_in
 
 if TYPE_CHECKING:
     from synclint.devices.model import DeviceModel
@@ -81,7 +81,7 @@ class Placement:
         `torch.device(device)`), in this class and, through the project's facts, in its subclasses."""
         if not isinstance(self.scope, cst.FunctionDef):
             return None
-        param = parameter(self.scope, name)
+        param = self.model.symbols.parameter(self.scope, name)
         default = param.default if param is not None else None
         if (isinstance(default, (cst.SimpleString, cst.Call)) and self.device_of(default).on_host
                 and not self.model.passed_here(self.scope, name)):
@@ -145,7 +145,7 @@ class Placement:
                 assigned = self.device_of(values[0])
                 if assigned.on_host:
                     return host_tensor(f"{arg.value} = {code_text(values[0])}")
-            param = parameter(self.scope, arg.value)
+            param = self.model.symbols.parameter(self.scope, arg.value)
             default = param.default if param is not None else None
             if (cpu := self.cpu_by_default(arg.value)) is not None:
                 return cpu  # `device: str = "cpu"` that no call in this file sets: the CPU unless a caller asks

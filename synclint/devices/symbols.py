@@ -22,7 +22,6 @@ from synclint.syntax import (
     child_blocks,
     dotted_name,
     own_method,
-    parameter,
     ModuleScopes,
     statements,
 )
@@ -49,6 +48,7 @@ class Symbols:
         self._private_sites: tuple[frozenset[str], list[tuple[cst.FunctionDef, list[CallSite]]]] | None = None
         self._kept: dict[int, dict[str, tuple[frozenset[str], frozenset[str]]]] = {}  # id(class) -> `kept_objects`
         self._buffers: dict[int, bool] = {}  # id(class) -> `registers_buffers`
+        self._params: dict[int, dict[str, cst.Param]] = {}  # id(function) -> its parameters by name
         self._index(module.body, None, None)
 
     def private_call_sites(self, names: set[str]) -> list[tuple[cst.FunctionDef, list[CallSite]]]:
@@ -70,6 +70,18 @@ class Symbols:
         """`syntax.self_attribute_assignments(cls)`, for the device model and every rule that asks.
         Shared: read it, do not change it."""
         return self.scopes.self_attributes(cls)
+
+    def parameter(self, func: cst.FunctionDef, name: str) -> cst.Param | None:
+        """`syntax.parameter(func, name)`, from the function's parameters by name, gathered once."""
+        params = self._params.get(id(func))
+        if params is None:
+            params = self._params[id(func)] = {}
+            listed = func.params
+            for param in (*listed.posonly_params, *listed.params, *listed.kwonly_params, listed.star_arg,
+                          listed.star_kwarg):
+                if isinstance(param, cst.Param):
+                    params.setdefault(param.name.value, param)
+        return params.get(name)
 
     def registers_buffers(self, cls: cst.ClassDef) -> bool:
         """`registers_buffers(cls)`, once per class."""
@@ -221,7 +233,7 @@ class Symbols:
                 return self.class_qualname(cls.bases[0].value)
             return None
         if isinstance(value, cst.Name) and func is not None:
-            param = parameter(func, value.value)
+            param = self.parameter(func, value.value)
             if param is not None and param.annotation is not None:
                 return self.annotated_qualname(annotated_class(param.annotation.annotation))
         return None
