@@ -379,8 +379,6 @@ class ModuleScopes(_Bindings):
     The same as a walk of each scope, in the same order: a pre-order walk of the module is,
     within any node, a pre-order walk of that node."""
 
-    OWN = (cst.Call, cst.Attribute, cst.Assert, cst.If)  # the kinds of node `own_nodes` keeps
-
     def __init__(self, module: cst.Module) -> None:
         super().__init__(module, ())
         self._scopes: list[cst.CSTNode] = [module]
@@ -401,19 +399,11 @@ class ModuleScopes(_Bindings):
             self._in_class.setdefault(id(cls), []).append(binding)
 
     def _keep(self, node: cst.CSTNode) -> None:
+        """A call, attribute read, `assert` or `if` of its function's own code (and whether it sits in a
+        class that function defines)."""
         self._own.setdefault(id(self._functions[-1]), []).append((node, self._class_depth[-1] > 0))
 
-    def visit_Call(self, node: cst.Call) -> None:
-        self._keep(node)
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._keep(node)
-
-    def visit_Assert(self, node: cst.Assert) -> None:
-        self._keep(node)
-
-    def visit_If(self, node: cst.If) -> None:
-        self._keep(node)
+    visit_Call = visit_Attribute = visit_Assert = visit_If = _keep
 
     def visit_FunctionDef(self, node: cst.CSTNode) -> bool:
         self._scopes.append(node)
